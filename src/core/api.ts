@@ -1,0 +1,181 @@
+/**
+ * The broker core's API, as the protocol front ends see it.
+ *
+ * Protocols translate wire frames into these commands and deliveries back into
+ * frames; they never touch the log. Every command that writes records returns
+ * a `Durable`: a promise that resolves once those records are fsynced (the
+ * moment a PUBACK, PUBREC, PUBCOMP, SUBACK or publisher confirm may be sent),
+ * or `undefined` when the command wrote nothing and there is nothing to wait
+ * for — callers check `if (durable)` and send at once otherwise, so a
+ * transient publish costs no promise and no allocation.
+ *
+ * A Durable rejects only when the log has failed (a write or fsync error): the
+ * broker then refuses every further durable command, and a protocol must not
+ * acknowledge (AMQP: send basic.nack; MQTT: close the connection).
+ */
+
+export type Durable = Promise<void> | undefined;
+export type Qos = 0 | 1 | 2;
+
+/** Errors a command may throw for bad requests; the protocol maps `code` to its wire reply. */
+export class BrokerError extends Error {
+  override readonly name = 'BrokerError';
+  constructor(
+    /** AMQP reply code semantics: 403 access refused, 404 not found, 405 resource locked, 406 precondition failed, 530 not allowed, 540 not implemented. */
+    readonly code: 403 | 404 | 405 | 406 | 530 | 540,
+    message: string,
+    /** Channel-level errors close the channel; connection-level ones close the connection. */
+    readonly scope: 'channel' | 'connection' = 'channel',
+  ) {
+    super(message);
+  }
+}
+
+// ───────────────────────────── MQTT ─────────────────────────────
+
+export interface MqttOutgoingPublish {
+  readonly topic: string;
+  readonly payload: Uint8Array;
+  readonly qos: Qos;
+  readonly retain: boolean;
+  readonly dup: boolean;
+  /** Present for QoS 1 and 2. */
+  readonly packetId?: number;
+}
+
+/** Implemented by an MQTT connection: how the core reaches the client. */
+export interface MqttClientLink {
+  /** Write a PUBLISH. Returns false when the socket is congested; QoS 0 deliveries are then dropped, not buffered. */
+  sendPublish(publish: MqttOutgoingPublish): boolean;
+  /** Write a PUBREL (outbound QoS 2, after the client's PUBREC is durable, and again on reconnect). */
+  sendPubrel(packetId: number): void;
+  /** A second CONNECT with this client id won [MQTT-3.1.4-2]: close the socket at once, without publishing the will. */
+  takenOver(): void;
+}
+
+export interface MqttIncomingPublish {
+  readonly topic: string;
+  readonly payload: Uint8Array;
+  readonly qos: Qos;
+  readonly retain: boolean;
+  /** QoS 1 and 2 only. */
+  readonly packetId?: number;
+}
+
+export interface MqttPublishResult {
+  /** Resolves when the message is durable for every destination that needs it: then PUBACK (QoS 1) / PUBREC (QoS 2). */
+  readonly durable: Durable;
+  /** QoS 2 resend of a packet id whose PUBREL has not arrived: not routed again, just PUBREC again [MQTT-4.3.3-2]. */
+  readonly duplicate: boolean;
+}
+
+export interface MqttSubscribeResult {
+  /** One per requested filter: the granted QoS, or 0x80 for an invalid filter. */
+  readonly granted: ReadonlyArray<Qos | 0x80>;
+  /** Send SUBACK only after this. */
+  readonly durable: Durable;
+}
+
+/** A connected client's session (clean or persistent). */
+export interface MqttSessionHandle {
+  readonly clientId: string;
+  readonly persistent: boolean;
+  /** Call right after CONNACK is written: resends unacknowledged PUBLISHes with DUP and owed PUBRELs, then the queue in order. */
+  start(): void;
+  subscribe(requests: ReadonlyArray<{ readonly filter: string; readonly qos: Qos }>): MqttSubscribeResult;
+  /** Call after SUBACK is written: delivers retained values matching the newly granted filters [MQTT-3.3.1-6]. */
+  sendRetained(filters: readonly string[]): void;
+  unsubscribe(filters: readonly string[]): Durable;
+  publish(publish: MqttIncomingPublish): MqttPublishResult;
+  /** Inbound QoS 2 PUBREL: forget the packet id; send PUBCOMP after this. */
+  pubrel(packetId: number): Durable;
+  /** Outbound QoS 1 acknowledged by the client. */
+  puback(packetId: number): void;
+  /** Outbound QoS 2 PUBREC: the core records it and then calls link.sendPubrel. */
+  pubrec(packetId: number): void;
+  /** Outbound QoS 2 finished. */
+  pubcomp(packetId: number): void;
+  /** The connection is gone (graceful or not). A clean session is discarded; a persistent one stays, offline. */
+  detach(): void;
+}
+
+export interface MqttCore {
+  /**
+   * CONNECT accepted (authentication and client id checks are the protocol's).
+   * Takes over any connection already attached to this client id. Send CONNACK
+   * (with sessionPresent) after `durable`, then call `session.start()`.
+   */
+  connect(clientId: string, cleanSession: boolean, link: MqttClientLink): { session: MqttSessionHandle; sessionPresent: boolean; durable: Durable };
+  /** A publish that belongs to no live session: the will message of a connection that died [MQTT-3.1.2-8]. */
+  publishWill(clientId: string, publish: Omit<MqttIncomingPublish, 'packetId'>): Durable;
+}
+
+// ───────────────────────────── AMQP ─────────────────────────────
+
+export type ExchangeKind = 'direct' | 'fanout' | 'topic';
+
+export interface AmqpMessage {
+  readonly exchange: string;
+  readonly routingKey: string;
+  readonly body: Uint8Array;
+  /** The content header's raw property bytes (flags + list), returned to consumers byte for byte. */
+  readonly properties: Uint8Array;
+}
+
+export interface QueueDelivery {
+  readonly queue: string;
+  readonly seq: number;
+  readonly message: AmqpMessage;
+  readonly redelivered: boolean;
+}
+
+/** Implemented by an AMQP channel for each basic.consume. */
+export interface AmqpConsumer {
+  readonly tag: string;
+  readonly noAck: boolean;
+  /** False when the consumer or its channel is at its prefetch limit; round robin then skips it. */
+  canAccept(): boolean;
+  /** Write basic.deliver (the channel assigns the delivery tag and remembers the delivery until settled). */
+  deliver(delivery: QueueDelivery): void;
+  /** The queue was deleted under the consumer: send basic.cancel to the client if it supports consumer_cancel_notify. */
+  cancelledByBroker(): void;
+}
+
+export interface DeclareQueueResult {
+  readonly queue: string;
+  readonly messageCount: number;
+  readonly consumerCount: number;
+  readonly durable: Durable;
+}
+
+export interface AmqpPublishResult {
+  /** False when no queue received the message (basic.return 312 NO_ROUTE if mandatory). */
+  readonly routed: boolean;
+  /** Resolves when the message is durable in every durable queue it reached: then the confirm. */
+  readonly durable: Durable;
+}
+
+export interface AmqpCore {
+  /** Throws BrokerError: 404 passive and missing, 406 type/durability mismatch, 403 reserved `amq.` prefix, 540 unsupported type or arguments. */
+  declareExchange(name: string, type: string, options: { passive: boolean; durable: boolean; autoDelete: boolean; internal: boolean; arguments: Record<string, unknown> }): Durable;
+  deleteExchange(name: string, options: { ifUnused: boolean }): Durable;
+  /** `name` '' asks for a server-named queue. `owner` identifies the connection (for exclusive queues). */
+  declareQueue(name: string, options: { passive: boolean; durable: boolean; exclusive: boolean; autoDelete: boolean; arguments: Record<string, unknown>; owner: string }): DeclareQueueResult;
+  deleteQueue(name: string, options: { ifUnused: boolean; ifEmpty: boolean; owner: string }): { messageCount: number; durable: Durable };
+  purgeQueue(name: string, owner: string): { messageCount: number; durable: Durable };
+  bindQueue(queue: string, exchange: string, routingKey: string, owner: string): Durable;
+  unbindQueue(queue: string, exchange: string, routingKey: string, owner: string): Durable;
+  /** Throws BrokerError 404 when the exchange does not exist. `persistent` is delivery_mode=2. */
+  publish(message: AmqpMessage, options: { persistent: boolean; from: string }): AmqpPublishResult;
+  /** Throws 404 missing queue, 403 exclusive queue of another connection, 405 exclusive consumer conflict. */
+  consume(queue: string, consumer: AmqpConsumer, options: { exclusive: boolean; owner: string }): void;
+  cancel(queue: string, consumer: AmqpConsumer): void;
+  /** basic.get: the head of the queue, or undefined; `messageCount` is what remains. */
+  get(queue: string, options: { noAck: boolean; owner: string }): { delivery: QueueDelivery | undefined; messageCount: number };
+  /** Finish a delivery: ack (done), reject (done, not requeued), requeue (back to its place in the queue, redelivered). */
+  settle(delivery: QueueDelivery, outcome: 'ack' | 'reject' | 'requeue'): void;
+  /** A consumer's channel freed prefetch capacity: deliver more if the queue has ready messages. */
+  dispatch(queue: string): void;
+  /** The connection closed: delete its exclusive queues (auto-delete queues go when their last consumer is cancelled). */
+  connectionClosed(owner: string): void;
+}

@@ -1,0 +1,31 @@
+/**
+ * Projection of the messages waiting in durable AMQP queues (ready or
+ * delivered-but-unacked: the log cannot tell those apart and need not, since
+ * after a restart every unacked message is ready again). Pure.
+ */
+import type { AckBody, DeliverBody, DropBody, MsgBody } from './records.js';
+import type { BrokerState, QueueState, StoredMessage } from './state.js';
+
+export function applyMsgToQueues(state: BrokerState, body: MsgBody, message: StoredMessage): void {
+  for (const [queueName, seq] of body.u ?? []) {
+    const queue = state.queues.get(queueName);
+    if (queue) enqueueForQueue(queue, seq, message);
+  }
+}
+
+export function enqueueForQueue(queue: QueueState, seq: number, message: StoredMessage): void {
+  queue.pending.set(seq, { message, qos: 1, deliveries: 0 });
+  if (seq >= queue.nextSeq) queue.nextSeq = seq + 1;
+}
+
+export function removeFromQueue(queue: QueueState, body: AckBody | DropBody): void {
+  for (const seq of body.s) queue.pending.delete(seq);
+  if ('why' in body && body.why === 'bound') queue.dropped += body.s.length;
+}
+
+export function markQueueDelivered(queue: QueueState, body: DeliverBody): void {
+  for (const seq of body.s) {
+    const entry = queue.pending.get(seq);
+    if (entry) entry.deliveries += 1;
+  }
+}

@@ -1,0 +1,130 @@
+/**
+ * The record vocabulary: every durable broker action, in one place.
+ *
+ * The log stores (kind, timestamp, MessagePack body) and knows nothing of what
+ * a kind means; this file gives each kind its number, its body shape and its
+ * meaning. Bodies use short field names because they are written for every
+ * message. A record is written exactly when the state it changes must survive a
+ * restart: clean sessions, transient queues and non-persistent messages never
+ * appear here.
+ *
+ * Destinations are either a persistent MQTT session (by client id) or a durable
+ * AMQP queue (by name); each keeps its own sequence numbers (`seq`), so a
+ * message is identified per destination by (destination, seq) and globally by
+ * the LSN of its `msg` record.
+ *
+ * Kind numbers are part of the on-disk format: never renumber, only add.
+ */
+
+export const RecordKind = {
+  /** A persistent MQTT session created (`op: 'open'`) or discarded (`op: 'end'`, clean_session=1 over it). */
+  session: 1,
+  /** A persistent session's subscription added or its QoS changed. */
+  sub: 2,
+  /** A persistent session's subscription removed. */
+  unsub: 3,
+  /** A message accepted for durable destinations: payload stored once, with its destinations and their seqs. */
+  msg: 4,
+  /** Destinations finished with messages: MQTT PUBACK, AMQP basic.ack, reject/nack without requeue. */
+  ack: 5,
+  /** Messages discarded without being consumed: a bound dropped the oldest, or a purge. */
+  drop: 6,
+  /** A retained value set for a topic, or cleared (empty payload). */
+  retain: 7,
+  /** Inbound QoS 2: packet id seen from a persistent session's client (dedup until PUBREL); `clear` on PUBREL. */
+  rx2: 8,
+  /** Outbound QoS 2: PUBREC received for (client, seq), PUBREL/PUBCOMP owed; `clear` on PUBCOMP. */
+  rel: 9,
+  /** A durable AMQP exchange declared or deleted. */
+  exchange: 10,
+  /** A durable AMQP queue declared or deleted. */
+  queue: 11,
+  /** A binding from a durable exchange to a durable queue added or removed. */
+  bind: 12,
+  /** A document added to a collection by the ingest bridge. */
+  doc: 13,
+  /** A persistent message handed to a consumer or subscriber (not awaited: it gives trace and the redelivered flag). */
+  deliver: 14,
+} as const;
+
+export type RecordKindName = keyof typeof RecordKind;
+export type RecordKindNumber = (typeof RecordKind)[RecordKindName];
+
+const kindNames = new Map<number, RecordKindName>(
+  Object.entries(RecordKind).map(([name, kind]) => [kind, name as RecordKindName]),
+);
+
+export function kindName(kind: number): RecordKindName | undefined {
+  return kindNames.get(kind);
+}
+
+/** A destination of a message: a persistent MQTT session or a durable AMQP queue. */
+export type DestinationRef = { readonly c: string } | { readonly q: string };
+
+export interface SessionBody { readonly c: string; readonly op: 'open' | 'end' }
+export interface SubBody { readonly c: string; readonly f: string; readonly qos: 0 | 1 | 2 }
+export interface UnsubBody { readonly c: string; readonly f: string }
+
+/**
+ * A message. MQTT publishes carry `t` (topic) and `qos`; AMQP publishes carry
+ * `x` (exchange), `t` (routing key) and `h` (the raw content-header property
+ * bytes, returned byte for byte). `s` lists [client, seq, qos] for persistent
+ * sessions, `u` lists [queue, seq] for durable queues. `from` names the
+ * publisher (client id or AMQP connection) for forensics.
+ */
+export interface MsgBody {
+  readonly t: string;
+  readonly p: Uint8Array;
+  readonly x?: string;
+  readonly h?: Uint8Array;
+  readonly qos?: 0 | 1 | 2;
+  readonly s?: ReadonlyArray<readonly [client: string, seq: number, qos: 1 | 2]>;
+  readonly u?: ReadonlyArray<readonly [queue: string, seq: number]>;
+  readonly from?: string;
+}
+
+/** `c` or `q` names the destination; `s` lists its finished seqs. */
+export type AckBody = DestinationRef & { readonly s: readonly number[] };
+export type DropBody = DestinationRef & { readonly s: readonly number[]; readonly why: 'bound' | 'purge' };
+export type DeliverBody = DestinationRef & { readonly s: readonly number[] };
+
+export interface RetainBody { readonly t: string; readonly p: Uint8Array; readonly qos: 0 | 1 | 2 }
+export interface Rx2Body { readonly c: string; readonly id: number; readonly clear?: true }
+/** PUBREC for (c, s) finishes the message and opens a PUBREL obligation under packet id `id`. */
+export interface RelBody { readonly c: string; readonly id: number; readonly s?: number; readonly clear?: true }
+
+export type ExchangeType = 'direct' | 'fanout' | 'topic';
+export interface ExchangeBody {
+  readonly n: string;
+  readonly op: 'declare' | 'delete';
+  readonly type?: ExchangeType;
+  readonly autoDelete?: boolean;
+}
+export interface QueueBody { readonly n: string; readonly op: 'declare' | 'delete'; readonly autoDelete?: boolean }
+export interface BindBody { readonly op: 'bind' | 'unbind'; readonly x: string; readonly q: string; readonly k: string }
+export interface DocBody { readonly col: string; readonly id: number; readonly doc: Readonly<Record<string, unknown>> }
+
+export interface BodyOf {
+  session: SessionBody;
+  sub: SubBody;
+  unsub: UnsubBody;
+  msg: MsgBody;
+  ack: AckBody;
+  drop: DropBody;
+  retain: RetainBody;
+  rx2: Rx2Body;
+  rel: RelBody;
+  exchange: ExchangeBody;
+  queue: QueueBody;
+  bind: BindBody;
+  doc: DocBody;
+  deliver: DeliverBody;
+}
+
+/** A record as projections see it, live or replayed. */
+export interface BrokerRecord {
+  readonly lsn: number;
+  readonly timestamp: number;
+  readonly kind: number;
+  readonly body: unknown;
+}

@@ -1,0 +1,117 @@
+/**
+ * The broker's durable state: what replaying the log produces.
+ *
+ * Only what must survive a restart lives here (persistent MQTT sessions,
+ * retained values, durable exchanges, queues and bindings, the messages waiting
+ * in them, document collections). Live connections, clean sessions, transient
+ * queues and consumers belong to the broker's runtime, never to this state.
+ *
+ * Invariant: a PendingEntry's message object is shared by every destination
+ * that holds it (the payload is stored once); maps keyed by seq are in
+ * ascending seq order because seqs are allocated in increasing order and
+ * entries are only ever appended or removed.
+ */
+import type { ExchangeType } from './records.js';
+
+export interface StoredMessage {
+  readonly lsn: number;
+  readonly timestamp: number;
+  readonly topic: string;
+  readonly payload: Uint8Array;
+  readonly exchange?: string;
+  readonly properties?: Uint8Array;
+  readonly qos?: 0 | 1 | 2;
+  readonly from?: string;
+}
+
+export interface PendingEntry {
+  readonly message: StoredMessage;
+  /** The QoS the message is delivered with (MQTT: min of publish and subscription QoS); 1 for AMQP. */
+  readonly qos: 1 | 2;
+  /** How many deliver records the log holds for it: > 0 means "may have been seen" (DUP / redelivered). */
+  deliveries: number;
+}
+
+export interface SessionState {
+  readonly clientId: string;
+  readonly subscriptions: Map<string, 0 | 1 | 2>;
+  readonly pending: Map<number, PendingEntry>;
+  nextSeq: number;
+  /** Inbound QoS 2 packet ids whose PUBREL has not arrived yet. */
+  readonly rx2: Set<number>;
+  /** Outbound QoS 2: packet id → seq of messages PUBREC'd whose PUBCOMP is owed. */
+  readonly rel: Map<number, number>;
+  dropped: number;
+}
+
+export interface QueueState {
+  readonly name: string;
+  readonly autoDelete: boolean;
+  readonly pending: Map<number, PendingEntry>;
+  nextSeq: number;
+  dropped: number;
+}
+
+export interface ExchangeState {
+  readonly name: string;
+  readonly type: ExchangeType;
+  readonly autoDelete: boolean;
+}
+
+export interface BindingState {
+  readonly exchange: string;
+  readonly queue: string;
+  readonly routingKey: string;
+}
+
+export interface RetainedValue {
+  readonly topic: string;
+  readonly payload: Uint8Array;
+  readonly qos: 0 | 1 | 2;
+  readonly lsn: number;
+  readonly timestamp: number;
+}
+
+export interface CollectionState {
+  readonly name: string;
+  readonly documents: Map<number, Readonly<Record<string, unknown>>>;
+  nextId: number;
+}
+
+export interface BrokerState {
+  readonly sessions: Map<string, SessionState>;
+  readonly retained: Map<string, RetainedValue>;
+  readonly exchanges: Map<string, ExchangeState>;
+  readonly queues: Map<string, QueueState>;
+  /** Keyed by bindingKey(exchange, queue, routingKey). */
+  readonly bindings: Map<string, BindingState>;
+  readonly collections: Map<string, CollectionState>;
+  /** LSN of the last record applied (0 for the empty state). */
+  lastLsn: number;
+  lastTimestamp: number;
+}
+
+export function initialState(): BrokerState {
+  return {
+    sessions: new Map(),
+    retained: new Map(),
+    exchanges: new Map(),
+    queues: new Map(),
+    bindings: new Map(),
+    collections: new Map(),
+    lastLsn: 0,
+    lastTimestamp: 0,
+  };
+}
+
+export function bindingKey(exchange: string, queue: string, routingKey: string): string {
+  return `${exchange}\u0000${queue}\u0000${routingKey}`;
+}
+
+export function newSession(clientId: string): SessionState {
+  return { clientId, subscriptions: new Map(), pending: new Map(), nextSeq: 1, rx2: new Set(), rel: new Map(), dropped: 0 };
+}
+
+export function newQueue(name: string, autoDelete: boolean): QueueState {
+  return { name, autoDelete, pending: new Map(), nextSeq: 1, dropped: 0 };
+}
