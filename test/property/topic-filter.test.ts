@@ -51,7 +51,7 @@ const topicLevelsArbitrary = fc
 const topicArbitrary = topicLevelsArbitrary.map((levels) => levels.join('/'));
 
 const randomFilterArbitrary = fc
-  .tuple(fc.array(fc.oneof(levelArbitrary, fc.constant('+')), { minLength: 1, maxLength: 5 }), fc.boolean())
+  .tuple(fc.array(fc.oneof(levelArbitrary, fc.constant('+')), { maxLength: 5 }), fc.boolean())
   .map(([levels, endsWithHash]) => (endsWithHash ? [...levels, '#'] : levels).join('/'))
   .filter((filter) => filter !== '');
 
