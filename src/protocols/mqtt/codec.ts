@@ -1,0 +1,182 @@
+/**
+ * The MQTT 3.1.1 codec: one whole packet's bytes ↔ a packet object.
+ *
+ * Decoding uses mqtt-packet's parser, configured for protocol level 4 and fed
+ * exactly one packet at a time by the framer (framer.ts), so it never buffers
+ * a partial packet itself and the size limit is enforced before it sees any
+ * bytes. On top of its checks we add the 3.1.1 rules it leaves to servers:
+ * only client-to-server packet types, non-zero packet identifiers
+ * [MQTT-2.3.1-1], and the password flag only with a user name [MQTT-3.1.2-22].
+ *
+ * Encoding: PUBLISH and SUBACK go through mqtt-packet's generate(); the fixed
+ * four-byte and two-byte packets are written here directly (their layouts are
+ * below), because they are sent once per QoS 1/2 message and need no more.
+ *
+ *   CONNACK  20 02 <flags: bit 0 session present> <return code>
+ *   PUBACK   40 02 <packet id MSB> <LSB>        PUBREC  50 02 <id>
+ *   PUBREL   62 02 <id>                          PUBCOMP 70 02 <id>
+ *   UNSUBACK B0 02 <id>                          PINGRESP D0 00
+ */
+import { generate, parser as createParser, type Packet, type Parser } from 'mqtt-packet';
+import { assert } from '../../assert.js';
+import type { MqttOutgoingPublish } from '../../core/api.js';
+import { readFixedHeader } from './framer.js';
+import type {
+  IConnectPacket,
+  IDisconnectPacket,
+  IPingreqPacket,
+  IPubackPacket,
+  IPubcompPacket,
+  IPublishPacket,
+  IPubrecPacket,
+  IPubrelPacket,
+  ISubscribePacket,
+  IUnsubscribePacket,
+} from 'mqtt-packet';
+
+/** The packets a client may send to a server. */
+export type ClientPacket =
+  | IConnectPacket
+  | IPublishPacket
+  | IPubackPacket
+  | IPubrecPacket
+  | IPubrelPacket
+  | IPubcompPacket
+  | ISubscribePacket
+  | IUnsubscribePacket
+  | IPingreqPacket
+  | IDisconnectPacket;
+
+export type DecodeResult =
+  | { readonly kind: 'packet'; readonly packet: ClientPacket }
+  | { readonly kind: 'malformed'; readonly reason: string };
+
+const packetIdRequired: ReadonlySet<string> = new Set(['puback', 'pubrec', 'pubrel', 'pubcomp', 'subscribe', 'unsubscribe']);
+
+/**
+ * Decodes whole packets for one connection. Holds one mqtt-packet parser (it
+ * switches to the CONNECT's protocol version after a CONNECT; we refuse any
+ * version but 4 before that matters).
+ */
+export class PacketDecoder {
+  private readonly parser: Parser = createParser({ protocolVersion: 4 });
+  private decoded: Packet | undefined;
+  private error: string | undefined;
+
+  constructor() {
+    this.parser.on('packet', (packet: Packet) => {
+      assert(this.decoded === undefined, 'mqtt-packet emitted two packets for one frame');
+      this.decoded = packet;
+    });
+    this.parser.on('error', (error: unknown) => {
+      this.error ??= error instanceof Error ? error.message : String(error);
+    });
+  }
+
+  /** `bytes` must be exactly one packet, as cut by PacketFramer. */
+  decode(bytes: Buffer): DecodeResult {
+    this.decoded = undefined;
+    this.error = undefined;
+    const left = this.parser.parse(bytes);
+    const decoded = this.decoded as Packet | undefined;
+    const error = this.error as string | undefined;
+    if (error !== undefined) return { kind: 'malformed', reason: error };
+    if (decoded === undefined || left !== 0) return { kind: 'malformed', reason: 'packet shorter than its remaining length' };
+    return checkClientPacket(decoded);
+  }
+}
+
+function checkClientPacket(packet: Packet): DecodeResult {
+  switch (packet.cmd) {
+    case 'connect':
+      if (packet.password !== undefined && packet.username === undefined) {
+        return { kind: 'malformed', reason: 'password flag set without the user name flag [MQTT-3.1.2-22]' };
+      }
+      return { kind: 'packet', packet };
+    case 'publish':
+      if (packet.qos > 0 && !packet.messageId) return { kind: 'malformed', reason: 'PUBLISH with QoS > 0 needs a non-zero packet identifier [MQTT-2.3.1-1]' };
+      return { kind: 'packet', packet };
+    case 'puback':
+    case 'pubrec':
+    case 'pubrel':
+    case 'pubcomp':
+    case 'subscribe':
+    case 'unsubscribe':
+      if (packetIdRequired.has(packet.cmd) && !packet.messageId) {
+        return { kind: 'malformed', reason: `${packet.cmd.toUpperCase()} needs a non-zero packet identifier [MQTT-2.3.1-1]` };
+      }
+      return { kind: 'packet', packet };
+    case 'pingreq':
+    case 'disconnect':
+      return { kind: 'packet', packet };
+    default:
+      return { kind: 'malformed', reason: `${packet.cmd.toUpperCase()} is not a packet a client may send` };
+  }
+}
+
+/**
+ * The protocol name and level of a CONNECT, read before the full decode:
+ * mqtt-packet refuses levels it does not know, but a 3.1.1 server must answer
+ * an unknown level with CONNACK 1 rather than just closing [MQTT-3.1.2-2].
+ * Returns undefined when `bytes` is not a CONNECT or is too short.
+ */
+export function peekConnectProtocol(bytes: Buffer): { name: string; level: number } | undefined {
+  const header = readFixedHeader(bytes, 0);
+  if (bytes[0] !== 0x10 || header.kind !== 'header' || bytes.length < header.headerBytes + 2) return undefined;
+  const nameStart = header.headerBytes + 2;
+  const nameEnd = nameStart + bytes.readUInt16BE(header.headerBytes);
+  const level = bytes[nameEnd];
+  if (level === undefined) return undefined;
+  return { name: bytes.toString('utf8', nameStart, nameEnd), level };
+}
+
+// ─────────────────────────── encoding ───────────────────────────
+
+export const ConnackReturnCode = {
+  accepted: 0,
+  unacceptableProtocolVersion: 1,
+  identifierRejected: 2,
+  serverUnavailable: 3,
+  badUserNameOrPassword: 4,
+  notAuthorized: 5,
+} as const;
+export type ConnackReturnCode = (typeof ConnackReturnCode)[keyof typeof ConnackReturnCode];
+
+export function encodeConnack(returnCode: ConnackReturnCode, sessionPresent: boolean): Buffer {
+  // Session present must be 0 whenever the return code is not 0 [MQTT-3.2.2-4].
+  return Buffer.from([0x20, 0x02, returnCode === 0 && sessionPresent ? 1 : 0, returnCode]);
+}
+
+function encodeWithPacketId(firstByte: number, packetId: number): Buffer {
+  assert(Number.isInteger(packetId) && packetId >= 1 && packetId <= 0xffff, `packet id out of range: ${packetId}`);
+  return Buffer.from([firstByte, 0x02, packetId >> 8, packetId & 0xff]);
+}
+
+export const encodePuback = (packetId: number): Buffer => encodeWithPacketId(0x40, packetId);
+export const encodePubrec = (packetId: number): Buffer => encodeWithPacketId(0x50, packetId);
+/** PUBREL's fixed header flags are 0010 [MQTT-3.6.1-1]. */
+export const encodePubrel = (packetId: number): Buffer => encodeWithPacketId(0x62, packetId);
+export const encodePubcomp = (packetId: number): Buffer => encodeWithPacketId(0x70, packetId);
+export const encodeUnsuback = (packetId: number): Buffer => encodeWithPacketId(0xb0, packetId);
+export const pingrespBytes: Buffer = Buffer.from([0xd0, 0x00]);
+
+export function encodeSuback(packetId: number, granted: ReadonlyArray<number>): Buffer {
+  return generate({ cmd: 'suback', messageId: packetId, granted: [...granted] }, { protocolVersion: 4 });
+}
+
+export function encodePublish(publish: MqttOutgoingPublish): Buffer {
+  assert((publish.qos === 0) === (publish.packetId === undefined), 'a PUBLISH has a packet id exactly when its QoS > 0');
+  const payload = Buffer.isBuffer(publish.payload)
+    ? publish.payload
+    : Buffer.from(publish.payload.buffer, publish.payload.byteOffset, publish.payload.byteLength);
+  const packet: IPublishPacket = {
+    cmd: 'publish',
+    topic: publish.topic,
+    payload,
+    qos: publish.qos,
+    retain: publish.retain,
+    dup: publish.dup,
+  };
+  if (publish.packetId !== undefined) packet.messageId = publish.packetId;
+  return generate(packet, { protocolVersion: 4 });
+}

@@ -1,0 +1,359 @@
+/**
+ * One MQTT 3.1.1 connection: bytes in → framer → codec → one flat dispatch on
+ * the packet type → one handler per packet (handlers/); packets out through
+ * `write`, coalesced per tick.
+ *
+ * Life cycle:  awaiting-connect ──CONNECT──▶ connecting ──CONNACK 0──▶ connected ──▶ closed
+ *                     └──────────────── any failure, from any state ─────────────────▶ closed
+ *
+ * Invariants:
+ * - The first packet must be CONNECT [MQTT-3.1.0-1] and there is only one
+ *   [MQTT-3.1.0-2]; while `connecting` (authentication and the session's
+ *   records) the socket is paused and no packet is dispatched.
+ * - No acknowledgement is written before its Durable resolves; a rejected
+ *   Durable closes the connection without acknowledging (the log failed).
+ * - Only `fail` turns errors into wire reactions (CONNACK code or close), and
+ *   only `close` ends the connection: it runs once, detaches the session, and
+ *   publishes the will unless the close was a DISCONNECT or a takeover.
+ */
+import type { Socket } from 'node:net';
+import type { Logger } from 'pino';
+import { AssertionError, assert } from '../../assert.js';
+import { BrokerError, type Durable, type MqttClientLink, type MqttCore, type MqttOutgoingPublish, type MqttSessionHandle, type Qos } from '../../core/api.js';
+import type { Users } from '../../auth/users.js';
+import { encodeConnack, encodePublish, encodePubrel, PacketDecoder, type ClientPacket } from './codec.js';
+import { isNormalClose, MqttConnectRefusedError, MqttLogFailedError, MqttProtocolError, type CloseReason } from './errors.js';
+import { PacketFramer } from './framer.js';
+import { checkConnectProtocol, handleConnect } from './handlers/connect.js';
+import { handleDisconnect } from './handlers/disconnect.js';
+import { handlePingreq } from './handlers/pingreq.js';
+import { handlePuback } from './handlers/puback.js';
+import { handlePubcomp } from './handlers/pubcomp.js';
+import { handlePublish } from './handlers/publish.js';
+import { handlePubrec } from './handlers/pubrec.js';
+import { handlePubrel } from './handlers/pubrel.js';
+import { handleSubscribe } from './handlers/subscribe.js';
+import { handleUnsubscribe } from './handlers/unsubscribe.js';
+import type { MqttLimits } from './limits.js';
+
+/** What every connection of one server shares. */
+export interface MqttConnectionContext {
+  readonly core: MqttCore;
+  readonly users: Users;
+  readonly limits: MqttLimits;
+  readonly logger: Logger;
+}
+
+export interface Will {
+  readonly topic: string;
+  readonly payload: Uint8Array;
+  readonly qos: Qos;
+  readonly retain: boolean;
+}
+
+export type ConnectionState = 'awaiting-connect' | 'connecting' | 'connected' | 'closed';
+
+/** How long a closing socket may take to flush its last packets (a refusing CONNACK) before it is destroyed. */
+const closeLingerMs = 1_000;
+
+export class MqttConnection implements MqttClientLink {
+  private stateValue: ConnectionState = 'awaiting-connect';
+  private sessionValue: MqttSessionHandle | undefined;
+  private clientIdValue: string | undefined;
+  private will: Will | undefined;
+  private readonly framer: PacketFramer;
+  private readonly decoder = new PacketDecoder();
+  private connectTimer: NodeJS.Timeout | undefined;
+  private keepAliveTimer: NodeJS.Timeout | undefined;
+  private corked = false;
+  private loggerValue: Logger;
+
+  constructor(
+    readonly socket: Socket,
+    readonly context: MqttConnectionContext,
+    private readonly onClosed: (connection: MqttConnection, reason: CloseReason) => void,
+  ) {
+    this.loggerValue = context.logger.child({ remote: `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}` });
+    this.framer = new PacketFramer(context.limits.packetBytesMax);
+    // Nagle would hold small acks for up to ~40 ms waiting for more data.
+    socket.setNoDelay(true);
+    socket.on('data', (chunk: Buffer) => this.receive(chunk));
+    socket.on('error', (error: Error) => {
+      this.logger.debug({ err: error.message }, 'MQTT socket error');
+      this.close('socket-error');
+    });
+    socket.on('close', () => this.close('socket-closed'));
+    this.connectTimer = setTimeout(() => this.close('connect-timeout'), context.limits.connectTimeoutMs);
+    this.connectTimer.unref();
+  }
+
+  /** The connection's logger: it names the remote address and, once known, the client id. */
+  get logger(): Logger {
+    return this.loggerValue;
+  }
+
+  get state(): ConnectionState {
+    return this.stateValue;
+  }
+
+  get isClosed(): boolean {
+    return this.stateValue === 'closed';
+  }
+
+  get clientId(): string | undefined {
+    return this.clientIdValue;
+  }
+
+  /** The session of a connected client; handlers of post-CONNECT packets may rely on it. */
+  get session(): MqttSessionHandle {
+    assert(this.sessionValue !== undefined && this.stateValue === 'connected', `no session in state ${this.stateValue}`);
+    return this.sessionValue;
+  }
+
+  // ─────────────────────────── inbound ───────────────────────────
+
+  private receive(chunk: Buffer): void {
+    if (this.stateValue === 'closed') return;
+    this.framer.push(chunk);
+    this.drain();
+  }
+
+  /** Dispatch every whole packet buffered, as long as the state lets packets through. */
+  private drain(): void {
+    while (this.stateValue === 'awaiting-connect' || this.stateValue === 'connected') {
+      const frame = this.framer.next();
+      if (frame.kind === 'need-more') return;
+      if (frame.kind === 'too-large') {
+        const limit = this.context.limits.packetBytesMax;
+        this.fail(new MqttProtocolError(`packet of ${frame.packetBytes} bytes exceeds packetBytesMax (${limit})`, 'packet-too-large'));
+        return;
+      }
+      if (frame.kind === 'malformed') {
+        this.fail(new MqttProtocolError(frame.reason, 'malformed-packet'));
+        return;
+      }
+      try {
+        // Any packet counts as activity for the keep-alive [MQTT-3.1.2-23].
+        this.keepAliveTimer?.refresh();
+        if (this.stateValue === 'awaiting-connect') checkConnectProtocol(frame.bytes);
+        const decoded = this.decoder.decode(frame.bytes);
+        if (decoded.kind === 'malformed') throw new MqttProtocolError(decoded.reason, 'malformed-packet');
+        this.dispatch(decoded.packet);
+      } catch (error: unknown) {
+        this.fail(error);
+      }
+    }
+  }
+
+  /** The one flat dispatch: packet type → handler. */
+  private dispatch(packet: ClientPacket): void {
+    if (this.stateValue === 'awaiting-connect' && packet.cmd !== 'connect') {
+      throw new MqttProtocolError(`first packet must be CONNECT, got ${packet.cmd.toUpperCase()} [MQTT-3.1.0-1]`, 'protocol-violation', packet.cmd);
+    }
+    switch (packet.cmd) {
+      case 'connect':
+        if (this.stateValue !== 'awaiting-connect') {
+          throw new MqttProtocolError('second CONNECT on a connection [MQTT-3.1.0-2]', 'protocol-violation', 'connect');
+        }
+        handleConnect(this, packet).catch((error: unknown) => this.fail(error));
+        return;
+      case 'publish':
+        return handlePublish(this, packet);
+      case 'puback':
+        return handlePuback(this, packet);
+      case 'pubrec':
+        return handlePubrec(this, packet);
+      case 'pubrel':
+        return handlePubrel(this, packet);
+      case 'pubcomp':
+        return handlePubcomp(this, packet);
+      case 'subscribe':
+        return handleSubscribe(this, packet);
+      case 'unsubscribe':
+        return handleUnsubscribe(this, packet);
+      case 'pingreq':
+        return handlePingreq(this);
+      case 'disconnect':
+        return handleDisconnect(this);
+    }
+  }
+
+  // ───────────────────── CONNECT life cycle (for handlers/connect.ts) ─────────────────────
+
+  /** CONNECT received: stop reading until it is settled (authentication and records take a while). */
+  beginConnect(): void {
+    assert(this.stateValue === 'awaiting-connect', `beginConnect in state ${this.stateValue}`);
+    this.stateValue = 'connecting';
+    clearTimeout(this.connectTimer);
+    this.socket.pause();
+  }
+
+  /** core.connect returned: from now on a close detaches the session and may publish the will. */
+  attach(clientId: string, session: MqttSessionHandle, will: Will | undefined): void {
+    assert(this.stateValue === 'connecting' && this.sessionValue === undefined, `attach in state ${this.stateValue}`);
+    this.clientIdValue = clientId;
+    this.sessionValue = session;
+    this.will = will;
+    this.loggerValue = this.loggerValue.child({ clientId });
+  }
+
+  /** The session's records are durable: CONNACK 0, start the session, read on. */
+  accepted(sessionPresent: boolean, keepAliveSeconds: number): void {
+    assert(this.stateValue === 'connecting' && this.sessionValue !== undefined, `accepted in state ${this.stateValue}`);
+    this.write(encodeConnack(0, sessionPresent));
+    this.stateValue = 'connected';
+    this.startKeepAlive(keepAliveSeconds);
+    this.logger.debug({ sessionPresent, keepAliveSeconds }, 'MQTT client connected');
+    // CONNACK is in the write buffer first, so resent and queued PUBLISHes follow it.
+    this.sessionValue.start();
+    if (this.stateValue !== 'connected') return;
+    this.socket.resume();
+    this.drain();
+  }
+
+  /** DISCONNECT: the will is discarded [MQTT-3.14.4-3]. */
+  disconnect(): void {
+    this.will = undefined;
+    this.close('client-disconnect');
+  }
+
+  private startKeepAlive(keepAliveSeconds: number): void {
+    // Zero turns the mechanism off [MQTT-3.1.2-10].
+    if (keepAliveSeconds === 0) return;
+    const timeoutMs = keepAliveSeconds * 1000 * this.context.limits.keepAliveGraceFactor;
+    this.keepAliveTimer = setTimeout(() => {
+      this.logger.debug({ keepAliveSeconds }, 'MQTT keep-alive expired [MQTT-3.1.2-24]');
+      this.close('keep-alive-timeout');
+    }, timeoutMs);
+    this.keepAliveTimer.unref();
+  }
+
+  // ─────────────────────────── outbound ───────────────────────────
+
+  /** Write a packet; writes in the same tick leave in one writev. A closed connection drops it. */
+  write(bytes: Buffer): void {
+    if (this.stateValue === 'closed' || this.socket.destroyed || this.socket.writableEnded) return;
+    if (!this.corked) {
+      this.corked = true;
+      this.socket.cork();
+      process.nextTick(this.uncork);
+    }
+    this.socket.write(bytes);
+  }
+
+  private readonly uncork = (): void => {
+    this.corked = false;
+    this.socket.uncork();
+  };
+
+  /**
+   * Run `send` once `durable` resolves (at once when there is nothing to
+   * wait for). If the log failed, close without acknowledging anything.
+   */
+  whenDurable(durable: Durable, what: string, send: () => void): void {
+    if (durable === undefined) {
+      send();
+      return;
+    }
+    durable.then(
+      () => {
+        if (this.stateValue === 'connected') send();
+      },
+      (error: unknown) => this.fail(new MqttLogFailedError(`${what}: the log failed, not acknowledging`, error)),
+    );
+  }
+
+  /**
+   * MqttClientLink. A QoS 0 delivery to a congested socket is dropped, not
+   * buffered, and reported with false. QoS 1/2 deliveries are always written:
+   * the core's in-flight window bounds them, and the core must know they left.
+   */
+  sendPublish(publish: MqttOutgoingPublish): boolean {
+    if (this.stateValue !== 'connected') return false;
+    const congested = this.socket.writableLength > this.context.limits.writeBufferHighWaterBytes;
+    if (congested && publish.qos === 0) return false;
+    this.write(encodePublish(publish));
+    return true;
+  }
+
+  sendPubrel(packetId: number): void {
+    if (this.stateValue !== 'connected') return;
+    this.write(encodePubrel(packetId));
+  }
+
+  /** [MQTT-3.1.4-2] A newer connection took the client id: go at once, no will. */
+  takenOver(): void {
+    this.logger.debug('MQTT session taken over by a new connection [MQTT-3.1.4-2]');
+    this.close('taken-over');
+  }
+
+  // ─────────────────────────── errors and closing ───────────────────────────
+
+  /** The one place that turns an error into the wire reaction. Assertions are never caught. */
+  fail(error: unknown): void {
+    if (error instanceof AssertionError) throw error;
+    if (this.stateValue === 'closed') return;
+    if (error instanceof MqttConnectRefusedError) {
+      this.logger.debug({ returnCode: error.returnCode, reason: error.message }, 'MQTT CONNECT refused');
+      this.write(encodeConnack(error.returnCode, false));
+      this.close('connect-refused');
+    } else if (error instanceof MqttProtocolError) {
+      this.logger.debug({ code: error.code, packet: error.packetType, reason: error.message }, 'MQTT protocol error, closing');
+      this.close(error.code);
+    } else if (error instanceof MqttLogFailedError) {
+      this.logger.error({ err: error.cause, reason: error.message }, 'MQTT closing connection: the log failed');
+      this.close('log-failed');
+    } else if (error instanceof BrokerError) {
+      this.logger.warn({ code: error.code, reason: error.message }, 'MQTT closing connection: broker refused a command');
+      this.close('broker-error');
+    } else {
+      this.logger.error({ err: error }, 'MQTT unexpected error, closing connection');
+      this.close('broker-error');
+    }
+  }
+
+  /** Ends the connection once: detach the session, publish the will on an abnormal close, release the socket. */
+  close(reason: CloseReason): void {
+    if (this.stateValue === 'closed') return;
+    this.stateValue = 'closed';
+    clearTimeout(this.connectTimer);
+    clearTimeout(this.keepAliveTimer);
+    const session = this.sessionValue;
+    const will = this.will;
+    this.sessionValue = undefined;
+    this.will = undefined;
+    // After a takeover the session belongs to the new connection: leave it alone.
+    if (session !== undefined && reason !== 'taken-over') session.detach();
+    if (session !== undefined && will !== undefined && !isNormalClose(reason)) this.publishWill(will);
+    this.releaseSocket(reason);
+    this.logger.debug({ reason }, 'MQTT connection closed');
+    this.onClosed(this, reason);
+  }
+
+  private publishWill(will: Will): void {
+    const clientId = this.clientIdValue;
+    assert(clientId !== undefined, 'a will without a client id');
+    this.logger.debug({ topic: will.topic, qos: will.qos, retain: will.retain }, 'MQTT publishing will [MQTT-3.1.2-8]');
+    try {
+      const durable = this.context.core.publishWill(clientId, will);
+      durable?.catch((error: unknown) => this.logger.error({ err: error }, 'MQTT will not recorded: the log failed'));
+    } catch (error: unknown) {
+      if (error instanceof AssertionError) throw error;
+      this.logger.warn({ err: error }, 'MQTT will refused by the broker');
+    }
+  }
+
+  private releaseSocket(reason: CloseReason): void {
+    const socket = this.socket;
+    if (socket.destroyed) return;
+    // A refusing CONNACK (or the last acks before DISCONNECT) must reach the
+    // client before the FIN; everything else goes at once.
+    if (reason === 'connect-refused' || reason === 'client-disconnect') {
+      socket.end();
+      socket.once('finish', () => socket.destroy());
+      setTimeout(() => socket.destroy(), closeLingerMs).unref();
+    } else {
+      socket.destroy();
+    }
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * CONNECT [MQTT-3.1]: protocol name and level, client identifier, credentials,
+ * will, then the core's session. CONNACK 0 is written only once the session's
+ * records are durable; every refusal is thrown as MqttConnectRefusedError
+ * (CONNACK with its code, then close) or MqttProtocolError (close without
+ * CONNACK), and connection.fail() does the writing.
+ */
+import { randomBytes } from 'node:crypto';
+import type { IConnectPacket } from 'mqtt-packet';
+import type { Qos } from '../../../core/api.js';
+import { validateTopicName } from '../../../core/topic-filter.js';
+import type { AuthOutcome } from '../../../auth/users.js';
+import { ConnackReturnCode, peekConnectProtocol } from '../codec.js';
+import type { MqttConnection, Will } from '../connection.js';
+import { MqttConnectRefusedError, MqttLogFailedError, MqttProtocolError } from '../errors.js';
+
+const protocolName = 'MQTT';
+const protocolLevel = 4;
+/** MQTT 3.1 called itself this; such a client gets the "unacceptable protocol version" answer. */
+const legacyProtocolName = 'MQIsdp';
+
+/**
+ * Runs on the raw bytes of the first packet, before the full decode: the codec
+ * refuses protocol levels it does not know, but a 3.1.1 server must answer
+ * them with CONNACK 1 rather than just close [MQTT-3.1.2-2].
+ */
+export function checkConnectProtocol(bytes: Buffer): void {
+  const protocol = peekConnectProtocol(bytes);
+  if (protocol === undefined) return; // not a CONNECT, or too short: the decoder and dispatch refuse it
+  if (protocol.name !== protocolName && protocol.name !== legacyProtocolName) {
+    throw new MqttProtocolError(`unknown protocol name '${protocol.name.slice(0, 32)}' [MQTT-3.1.2-1]`, 'protocol-violation', 'connect');
+  }
+  if (protocol.name !== protocolName || protocol.level !== protocolLevel) {
+    throw new MqttConnectRefusedError(
+      ConnackReturnCode.unacceptableProtocolVersion,
+      `protocol ${protocol.name} level ${protocol.level} is not supported, only MQTT level 4 (3.1.1) [MQTT-3.1.2-2]`,
+    );
+  }
+}
+
+export async function handleConnect(connection: MqttConnection, packet: IConnectPacket): Promise<void> {
+  connection.beginConnect();
+  const cleanSession = packet.clean !== false;
+  const clientId = chooseClientId(packet.clientId, cleanSession);
+  const will = readWill(packet);
+  const { core, users } = connection.context;
+  const outcome = await users.authenticate('mqtt', packet.username, packet.password);
+  if (connection.isClosed) return;
+  refuseUnlessAllowed(outcome, packet.username);
+
+  const { session, sessionPresent, durable } = core.connect(clientId, cleanSession, connection);
+  connection.attach(clientId, session, will);
+  if (durable !== undefined) {
+    try {
+      await durable;
+    } catch (error: unknown) {
+      throw new MqttLogFailedError('CONNECT: the session could not be recorded', error);
+    }
+  }
+  // Taken over or dropped while the records were written: nothing to answer.
+  if (connection.isClosed) return;
+  connection.accepted(sessionPresent, packet.keepalive ?? 0);
+}
+
+function chooseClientId(requested: string, cleanSession: boolean): string {
+  if (requested.length > 0) return requested;
+  // A persistent session needs a name the client can come back to [MQTT-3.1.3-8].
+  if (!cleanSession) {
+    throw new MqttConnectRefusedError(ConnackReturnCode.identifierRejected, 'empty client id requires clean session [MQTT-3.1.3-8]');
+  }
+  // A server may assign a unique identifier to a clean-session client [MQTT-3.1.3-6].
+  return `cairn-${randomBytes(12).toString('base64url')}`;
+}
+
+function readWill(packet: IConnectPacket): Will | undefined {
+  const will = packet.will;
+  if (will === undefined) return undefined;
+  const qos = will.qos ?? 0;
+  // [MQTT-3.1.2-14] Will QoS 3 is not a QoS.
+  if (qos > 2) throw new MqttProtocolError('will QoS must be 0, 1 or 2 [MQTT-3.1.2-14]', 'malformed-packet', 'connect');
+  const problem = validateTopicName(will.topic);
+  if (problem !== undefined) throw new MqttProtocolError(`will topic: ${problem}`, 'protocol-violation', 'connect');
+  // Copied: the decoded payload is a view of a socket chunk that would otherwise stay alive with it.
+  const payload = typeof will.payload === 'string' ? Buffer.from(will.payload, 'utf8') : Buffer.from(will.payload);
+  return { topic: will.topic, payload, qos: qos as Qos, retain: will.retain === true };
+}
+
+/** The one mapping from authentication outcomes to CONNACK return codes. */
+function refuseUnlessAllowed(outcome: AuthOutcome, username: string | undefined): void {
+  switch (outcome) {
+    case 'allowed':
+      return;
+    case 'bad-credentials':
+      throw new MqttConnectRefusedError(ConnackReturnCode.badUserNameOrPassword, `bad user name or password for '${username ?? ''}'`);
+    case 'not-authorized':
+      throw new MqttConnectRefusedError(
+        ConnackReturnCode.notAuthorized,
+        username === undefined ? 'credentials required' : `user '${username}' may not use MQTT`,
+      );
+    case 'busy':
+      throw new MqttConnectRefusedError(ConnackReturnCode.serverUnavailable, 'too many logins being verified, try again');
+  }
+}

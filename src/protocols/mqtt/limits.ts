@@ -1,0 +1,64 @@
+/**
+ * Every bound the MQTT front end enforces, as named constants with the unit
+ * last. The server takes a partial override and checks the result once, at
+ * start-up (checkMqttLimits), so a bad value stops the broker before it
+ * accepts a single connection.
+ */
+import { assert } from '../../assert.js';
+
+export interface MqttLimits {
+  /**
+   * The largest packet (fixed header included) a client may send. The framer
+   * checks the remaining length before buffering the body, so a client cannot
+   * make the broker allocate more than this per connection.
+   */
+  readonly packetBytesMax: number;
+  /**
+   * A connection that sends no packet within keepAlive × this factor seconds
+   * is closed as abnormal (the will fires) [MQTT-3.1.2-24]; the spec says one
+   * and a half times.
+   */
+  readonly keepAliveGraceFactor: number;
+  /**
+   * Bytes the socket may hold unsent before the connection reports itself
+   * congested: QoS 0 deliveries are then dropped instead of buffered, so a
+   * slow subscriber cannot make the broker buffer without bound.
+   */
+  readonly writeBufferHighWaterBytes: number;
+  /** A TCP connection must send its CONNECT within this time, or it is closed. */
+  readonly connectTimeoutMs: number;
+  /** Live connections (connected or still handshaking); the next one is closed at once. */
+  readonly connectionsMax: number;
+  /** Topic filters in one SUBSCRIBE or UNSUBSCRIBE. */
+  readonly filtersPerPacketMax: number;
+}
+
+/** The largest remaining length the four-byte variable length encoding can express [MQTT-2.2.3]. */
+export const remainingLengthBytesMax = 268_435_455;
+
+export const defaultMqttLimits: MqttLimits = {
+  packetBytesMax: 1024 * 1024,
+  keepAliveGraceFactor: 1.5,
+  writeBufferHighWaterBytes: 1024 * 1024,
+  connectTimeoutMs: 10_000,
+  connectionsMax: 10_000,
+  filtersPerPacketMax: 128,
+};
+
+export function resolveMqttLimits(overrides: Partial<MqttLimits> = {}): MqttLimits {
+  const limits: MqttLimits = { ...defaultMqttLimits, ...overrides };
+  checkMqttLimits(limits);
+  return limits;
+}
+
+export function checkMqttLimits(limits: MqttLimits): void {
+  // The smallest useful packet is a CONNECT with a short client id; anything
+  // below a few hundred bytes would refuse ordinary clients.
+  assert(Number.isInteger(limits.packetBytesMax) && limits.packetBytesMax >= 256, 'packetBytesMax must be an integer >= 256');
+  assert(limits.packetBytesMax <= remainingLengthBytesMax + 5, `packetBytesMax must not exceed ${remainingLengthBytesMax + 5} (the MQTT maximum)`);
+  assert(Number.isFinite(limits.keepAliveGraceFactor) && limits.keepAliveGraceFactor >= 1, 'keepAliveGraceFactor must be >= 1');
+  assert(Number.isInteger(limits.writeBufferHighWaterBytes) && limits.writeBufferHighWaterBytes >= 1024, 'writeBufferHighWaterBytes must be an integer >= 1024');
+  assert(Number.isInteger(limits.connectTimeoutMs) && limits.connectTimeoutMs >= 1, 'connectTimeoutMs must be a positive integer');
+  assert(Number.isInteger(limits.connectionsMax) && limits.connectionsMax >= 1, 'connectionsMax must be a positive integer');
+  assert(Number.isInteger(limits.filtersPerPacketMax) && limits.filtersPerPacketMax >= 1, 'filtersPerPacketMax must be a positive integer');
+}
