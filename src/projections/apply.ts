@@ -60,6 +60,7 @@ export function storedMessageOf(body: MsgBody, lsn: number, timestamp: number): 
   if (body.h !== undefined) message.properties = body.h;
   if (body.qos !== undefined) message.qos = body.qos;
   if (body.from !== undefined) message.from = body.from;
+  if (body.r) message.retain = true;
   return message;
 }
 

@@ -81,6 +81,8 @@ export interface MsgBody {
   readonly s?: ReadonlyArray<readonly [client: string, seq: number, qos: 1 | 2]>;
   readonly u?: ReadonlyArray<readonly [queue: string, seq: number]>;
   readonly from?: string;
+  /** A retained value queued for a session on subscribe: delivered with the retain flag. */
+  readonly r?: true;
 }
 
 /** `c` or `q` names the destination; `s` lists its finished seqs. */

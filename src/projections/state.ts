@@ -22,6 +22,8 @@ export interface StoredMessage {
   readonly properties?: Uint8Array;
   readonly qos?: 0 | 1 | 2;
   readonly from?: string;
+  /** Sent with the MQTT retain flag: a retained value delivered on subscribe. */
+  readonly retain?: boolean;
 }
 
 export interface PendingEntry {

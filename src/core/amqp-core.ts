@@ -1,0 +1,252 @@
+/**
+ * AmqpCore: exchanges, queues, bindings, publish, consume and settle, turned
+ * into records (for what is durable) and runtime queue operations.
+ *
+ * What is durable follows the protocol: a durable exchange or queue is
+ * recorded, a binding is recorded when both ends are durable, a message is
+ * recorded for each durable queue it reaches when it is persistent
+ * (delivery_mode=2). Everything else lives in memory and is gone after a
+ * restart, as the client asked by not saying "durable".
+ */
+import { randomBytes } from 'node:crypto';
+import type { BrokerState } from '../projections/state.js';
+import {
+  BrokerError, type AmqpConsumer, type AmqpCore, type AmqpMessage, type AmqpPublishResult, type DeclareQueueResult, type Durable,
+  type ExchangeKind, type QueueDelivery,
+} from './api.js';
+import { defaultExchange, ExchangeRuntime, supportedExchangeTypes } from './amqp-exchange.js';
+import { QueueRuntime } from './amqp-queue.js';
+import { record, type PendingRecord } from './committer.js';
+import { publish, type PublishContext } from './publish.js';
+import type { SessionRuntime } from './mqtt-sessions.js';
+import { swapSeparators } from './mqtt-sessions.js';
+import type { Qos } from './api.js';
+
+export interface AmqpCoreContext extends PublishContext {
+  readonly state: BrokerState;
+  readonly exchanges: Map<string, ExchangeRuntime>;
+  readonly queues: Map<string, QueueRuntime>;
+  /** MQTT sessions subscribed to this topic (the bridge from amq.topic into MQTT). */
+  bridgeSessions(mqttTopic: string): ReadonlyMap<SessionRuntime, Qos>;
+}
+
+const noSessions: ReadonlyMap<SessionRuntime, Qos> = new Map();
+
+export class AmqpCoreImpl implements AmqpCore {
+  constructor(private readonly context: AmqpCoreContext) {}
+
+  declareExchange(name: string, type: string, options: { passive: boolean; durable: boolean; autoDelete: boolean; internal: boolean; arguments: Record<string, unknown> }): Durable {
+    const existing = this.context.exchanges.get(name);
+    if (options.passive) {
+      if (!existing) throw new BrokerError(404, `NOT_FOUND - no exchange '${name}' in vhost '/'`);
+      return undefined;
+    }
+    if (!(supportedExchangeTypes as readonly string[]).includes(type)) {
+      throw new BrokerError(540, `NOT_IMPLEMENTED - exchange type '${type}' is not supported by Cairn; supported: ${supportedExchangeTypes.join(', ')}`);
+    }
+    if (options.internal) throw new BrokerError(540, 'NOT_IMPLEMENTED - internal exchanges (exchange-to-exchange bindings) are not supported by Cairn');
+    refuseArguments(options.arguments, `exchange '${name}'`);
+    if (existing) {
+      if (existing.type !== type) throw new BrokerError(406, `PRECONDITION_FAILED - inequivalent arg 'type' for exchange '${name}' in vhost '/': received '${type}' but current is '${existing.type}'`);
+      if (existing.durable !== options.durable) throw new BrokerError(406, `PRECONDITION_FAILED - inequivalent arg 'durable' for exchange '${name}' in vhost '/': received '${options.durable}' but current is '${existing.durable}'`);
+      return undefined;
+    }
+    if (name.startsWith('amq.')) throw new BrokerError(403, `ACCESS_REFUSED - exchange name '${name}' contains reserved prefix 'amq.*'`);
+    const exchange = new ExchangeRuntime(name, type as ExchangeKind, options.durable, options.autoDelete, false);
+    this.context.exchanges.set(name, exchange);
+    if (!options.durable) return undefined;
+    return this.context.committer.commit([record('exchange', { n: name, op: 'declare', type: exchange.type, autoDelete: options.autoDelete })]);
+  }
+
+  deleteExchange(name: string, options: { ifUnused: boolean }): Durable {
+    const exchange = this.context.exchanges.get(name);
+    if (!exchange) throw new BrokerError(404, `NOT_FOUND - no exchange '${name}' in vhost '/'`);
+    if (exchange.builtIn) throw new BrokerError(403, `ACCESS_REFUSED - operation not permitted on the built-in exchange '${name || 'amq.default'}'`);
+    if (options.ifUnused && exchange.bindingCount > 0) throw new BrokerError(406, `PRECONDITION_FAILED - exchange '${name}' in vhost '/' in use`);
+    this.context.exchanges.delete(name);
+    if (!exchange.durable) return undefined;
+    return this.context.committer.commit([record('exchange', { n: name, op: 'delete' })]);
+  }
+
+  declareQueue(requested: string, options: { passive: boolean; durable: boolean; exclusive: boolean; autoDelete: boolean; arguments: Record<string, unknown>; owner: string }): DeclareQueueResult {
+    const name = requested === '' ? `amq.gen-${randomBytes(16).toString('base64url')}` : requested;
+    const existing = this.context.queues.get(name);
+    if (existing) this.checkOwner(existing, options.owner);
+    if (options.passive) {
+      if (!existing) throw new BrokerError(404, `NOT_FOUND - no queue '${name}' in vhost '/'`);
+      return { queue: name, messageCount: existing.messageCount, consumerCount: existing.consumers.length, durable: undefined };
+    }
+    refuseArguments(options.arguments, `queue '${name}'`);
+    if (existing) {
+      for (const [flag, wanted, actual] of [['durable', options.durable, existing.durable], ['exclusive', options.exclusive, existing.exclusiveOwner !== undefined], ['auto_delete', options.autoDelete, existing.autoDelete]] as const) {
+        if (wanted !== actual) throw new BrokerError(406, `PRECONDITION_FAILED - inequivalent arg '${flag}' for queue '${name}' in vhost '/': received '${wanted}' but current is '${actual}'`);
+      }
+      return { queue: name, messageCount: existing.messageCount, consumerCount: existing.consumers.length, durable: undefined };
+    }
+    if (requested.startsWith('amq.')) throw new BrokerError(403, `ACCESS_REFUSED - queue name '${name}' contains reserved prefix 'amq.*'`);
+    // Exclusive queues die with their connection, so they are never worth logging.
+    const durable = options.durable && !options.exclusive;
+    let commit: Durable;
+    if (durable) commit = this.context.committer.commit([record('queue', { n: name, op: 'declare', autoDelete: options.autoDelete })]);
+    const queue = new QueueRuntime(name, durable, options.autoDelete, options.exclusive ? options.owner : undefined, durable ? this.context.state.queues.get(name) : undefined);
+    this.context.queues.set(name, queue);
+    this.context.exchanges.get(defaultExchange)?.bind(name, name);
+    return { queue: name, messageCount: 0, consumerCount: 0, durable: commit };
+  }
+
+  deleteQueue(name: string, options: { ifUnused: boolean; ifEmpty: boolean; owner: string }): { messageCount: number; durable: Durable } {
+    const queue = this.context.queues.get(name);
+    // RabbitMQ answers delete-ok with 0 for a queue that is already gone; clients rely on that for idempotent clean-up.
+    if (!queue) return { messageCount: 0, durable: undefined };
+    this.checkOwner(queue, options.owner);
+    if (options.ifUnused && queue.consumers.length > 0) throw new BrokerError(406, `PRECONDITION_FAILED - queue '${name}' in vhost '/' in use`);
+    if (options.ifEmpty && queue.messageCount > 0) throw new BrokerError(406, `PRECONDITION_FAILED - queue '${name}' in vhost '/' is not empty`);
+    const messageCount = queue.messageCount;
+    return { messageCount, durable: this.removeQueue(queue) };
+  }
+
+  purgeQueue(name: string, owner: string): { messageCount: number; durable: Durable } {
+    const queue = this.requireQueue(name, owner);
+    const purged = queue.takeAllReady();
+    const durableSeqs = purged.filter((entry) => entry.durable).map((entry) => entry.seq);
+    const durable = durableSeqs.length > 0 ? this.context.committer.commit([record('drop', { q: name, s: durableSeqs, why: 'purge' })]) : undefined;
+    return { messageCount: purged.length, durable };
+  }
+
+  bindQueue(queueName: string, exchangeName: string, routingKey: string, owner: string): Durable {
+    const { queue, exchange } = this.bindingEnds(queueName, exchangeName, owner);
+    if (!exchange.bind(queueName, routingKey) || !(queue.durable && exchange.durable)) return undefined;
+    return this.context.committer.commit([record('bind', { op: 'bind', x: exchangeName, q: queueName, k: routingKey })]);
+  }
+
+  unbindQueue(queueName: string, exchangeName: string, routingKey: string, owner: string): Durable {
+    const { queue, exchange } = this.bindingEnds(queueName, exchangeName, owner);
+    if (!exchange.unbind(queueName, routingKey)) return undefined;
+    const durable = queue.durable && exchange.durable ? this.context.committer.commit([record('bind', { op: 'unbind', x: exchangeName, q: queueName, k: routingKey })]) : undefined;
+    if (exchange.autoDelete && exchange.bindingCount === 0) return this.deleteExchange(exchangeName, { ifUnused: false }) ?? durable;
+    return durable;
+  }
+
+  publish(message: AmqpMessage, options: { persistent: boolean; from: string }): AmqpPublishResult {
+    const exchange = this.context.exchanges.get(message.exchange);
+    if (!exchange) throw new BrokerError(404, `NOT_FOUND - no exchange '${message.exchange}' in vhost '/'`);
+    const queues: QueueRuntime[] = [];
+    for (const name of exchange.route(message.routingKey)) {
+      const queue = this.context.queues.get(name);
+      if (queue) queues.push(queue);
+    }
+    // The bridge: amq.topic also reaches MQTT subscribers, with '.' ⇄ '/' swapped.
+    const sessions = message.exchange === 'amq.topic' ? this.context.bridgeSessions(swapSeparators(message.routingKey)) : noSessions;
+    const routed = queues.length > 0 || sessions.size > 0;
+    if (!routed) return { routed, durable: undefined };
+    const durable = publish(this.context, {
+      topic: message.routingKey, exchange: message.exchange, payload: message.body, properties: message.properties,
+      qos: options.persistent ? 1 : 0, persistent: options.persistent, from: options.from, sessions, queues,
+    });
+    return { routed, durable };
+  }
+
+  consume(queueName: string, consumer: AmqpConsumer, options: { exclusive: boolean; owner: string }): void {
+    const queue = this.requireQueue(queueName, options.owner);
+    if (queue.exclusiveConsumer) throw new BrokerError(403, `ACCESS_REFUSED - queue '${queueName}' in vhost '/' in exclusive use`);
+    if (options.exclusive && queue.consumers.length > 0) throw new BrokerError(403, `ACCESS_REFUSED - queue '${queueName}' in vhost '/' in use, cannot consume exclusively`);
+    queue.consumers.push(consumer);
+    queue.hadConsumer = true;
+    if (options.exclusive) queue.exclusiveConsumer = consumer;
+    this.dispatch(queueName);
+  }
+
+  cancel(queueName: string, consumer: AmqpConsumer): void {
+    const queue = this.context.queues.get(queueName);
+    if (!queue?.removeConsumer(consumer)) return;
+    if (queue.autoDelete && queue.consumers.length === 0 && queue.hadConsumer) this.removeQueue(queue);
+  }
+
+  get(queueName: string, options: { noAck: boolean; owner: string }): { delivery: QueueDelivery | undefined; messageCount: number } {
+    const queue = this.requireQueue(queueName, options.owner);
+    const entry = queue.shift();
+    if (!entry) return { delivery: undefined, messageCount: 0 };
+    if (entry.durable) this.context.committer.settleLater('deliver', { q: queue.name }, entry.seq);
+    const delivery = queue.deliveryOf(entry);
+    if (options.noAck) this.finish(queue, entry.seq, entry.durable);
+    else queue.unacked.set(entry.seq, entry);
+    return { delivery, messageCount: queue.messageCount };
+  }
+
+  settle(delivery: QueueDelivery, outcome: 'ack' | 'reject' | 'requeue'): void {
+    const queue = this.context.queues.get(delivery.queue);
+    const entry = queue?.unacked.get(delivery.seq);
+    if (!queue || !entry) return; // the queue was deleted meanwhile: nothing left to settle
+    queue.unacked.delete(delivery.seq);
+    if (outcome === 'requeue') {
+      queue.requeue(entry);
+      this.dispatch(queue.name);
+    } else {
+      this.finish(queue, entry.seq, entry.durable);
+    }
+  }
+
+  dispatch(queueName: string): void {
+    const queue = this.context.queues.get(queueName);
+    if (queue) this.dispatchQueue(queue);
+  }
+
+  dispatchQueue(queue: QueueRuntime): void {
+    while (queue.readyCount > 0) {
+      const consumer = queue.nextAcceptingConsumer();
+      if (!consumer) return;
+      const entry = queue.shift()!;
+      if (entry.durable) this.context.committer.settleLater('deliver', { q: queue.name }, entry.seq);
+      if (consumer.noAck) this.finish(queue, entry.seq, entry.durable);
+      else queue.unacked.set(entry.seq, entry);
+      consumer.deliver(queue.deliveryOf(entry));
+    }
+  }
+
+  connectionClosed(owner: string): void {
+    for (const queue of [...this.context.queues.values()]) {
+      if (queue.exclusiveOwner === owner) this.removeQueue(queue);
+    }
+  }
+
+  private finish(queue: QueueRuntime, seq: number, durable: boolean): void {
+    if (durable) this.context.committer.settleLater('ack', { q: queue.name }, seq);
+  }
+
+  private removeQueue(queue: QueueRuntime): Durable {
+    this.context.queues.delete(queue.name);
+    for (const exchange of this.context.exchanges.values()) exchange.unbindQueue(queue.name);
+    for (const consumer of [...queue.consumers]) consumer.cancelledByBroker();
+    if (!queue.durable) return undefined;
+    return this.context.committer.commit([record('queue', { n: queue.name, op: 'delete' })] as PendingRecord[]);
+  }
+
+  private requireQueue(name: string, owner: string): QueueRuntime {
+    const queue = this.context.queues.get(name);
+    if (!queue) throw new BrokerError(404, `NOT_FOUND - no queue '${name}' in vhost '/'`);
+    this.checkOwner(queue, owner);
+    return queue;
+  }
+
+  private checkOwner(queue: QueueRuntime, owner: string): void {
+    if (queue.exclusiveOwner !== undefined && queue.exclusiveOwner !== owner) {
+      throw new BrokerError(405, `RESOURCE_LOCKED - cannot obtain exclusive access to locked queue '${queue.name}' in vhost '/'`);
+    }
+  }
+
+  private bindingEnds(queueName: string, exchangeName: string, owner: string): { queue: QueueRuntime; exchange: ExchangeRuntime } {
+    const queue = this.requireQueue(queueName, owner);
+    const exchange = this.context.exchanges.get(exchangeName);
+    if (!exchange) throw new BrokerError(404, `NOT_FOUND - no exchange '${exchangeName}' in vhost '/'`);
+    if (exchangeName === defaultExchange) throw new BrokerError(403, "ACCESS_REFUSED - operation not permitted on the default exchange");
+    return { queue, exchange };
+  }
+}
+
+/** Arguments Cairn does not implement are refused, never silently ignored. */
+function refuseArguments(args: Record<string, unknown>, what: string): void {
+  const names = Object.keys(args);
+  if (names.length > 0) {
+    throw new BrokerError(540, `NOT_IMPLEMENTED - ${what}: argument(s) ${names.map((n) => `'${n}'`).join(', ')} not supported by Cairn (no queue or exchange arguments are implemented yet: TTL, dead-lettering, max-length, queue types)`);
+  }
+}

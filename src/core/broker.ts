@@ -1,0 +1,202 @@
+/**
+ * The broker core: the durable state (a fold of the log), the runtime around
+ * it (connected sessions, queues with consumers, routing indexes), and the
+ * MQTT and AMQP command sets the protocol front ends call.
+ *
+ * Start-up: load the newest snapshot, replay the records after it, then
+ * rebuild the runtime from the state (persistent sessions offline, durable
+ * queues with their messages ready, durable bindings) and report what was
+ * recovered. From then on every durable change goes through the Committer,
+ * which appends and applies in one step, so live state == replayed state.
+ */
+import { decode, encode } from '@msgpack/msgpack';
+import { apply } from '../projections/apply.js';
+import { decodeState, encodeState, type EncodedState } from '../projections/snapshot-codec.js';
+import { initialState, type BrokerState } from '../projections/state.js';
+import { silentLogger, type Logger } from '../logger.js';
+import type { AmqpCore, MqttCore, Qos } from './api.js';
+import { AmqpCoreImpl } from './amqp-core.js';
+import { builtInExchanges, defaultExchange, ExchangeRuntime } from './amqp-exchange.js';
+import { amqpMessageOf, QueueRuntime } from './amqp-queue.js';
+import { Committer } from './committer.js';
+import type { IngestRoute } from './ingest.js';
+import { checkCoreLimits, defaultCoreLimits, type CoreLimits } from './limits.js';
+import { MqttCoreImpl } from './mqtt-core.js';
+import { SessionDelivery, SessionRuntime, swapSeparators } from './mqtt-sessions.js';
+import type { RecordLog } from './record-log.js';
+import { SubscriptionIndex } from './subscription-index.js';
+import type { BrokerRecord } from '../projections/records.js';
+
+/** What the broker needs from the log beyond appending: replay and snapshots. */
+export interface BrokerLog extends RecordLog {
+  read(from?: { lsn?: number }): Iterable<BrokerRecord>;
+  loadSnapshot?(): { lsn: number; data: Uint8Array } | undefined;
+  writeSnapshot?(lsn: number, data: Uint8Array): Promise<void>;
+  applyRetention?(): Promise<unknown>;
+}
+
+export interface BrokerOptions {
+  readonly log: BrokerLog;
+  readonly limits?: Partial<CoreLimits>;
+  readonly ingestRoutes?: readonly IngestRoute[];
+  readonly clock?: () => number;
+  readonly logger?: Logger;
+}
+
+export interface RecoveryReport {
+  readonly snapshotLsn: number;
+  readonly recordsReplayed: number;
+  readonly replayMs: number;
+  readonly sessions: number;
+  readonly pendingMessages: number;
+  readonly durableQueues: number;
+  readonly queuedMessages: number;
+}
+
+export class Broker {
+  readonly mqtt: MqttCore;
+  readonly amqp: AmqpCore;
+  readonly committer: Committer;
+  readonly sessions = new Map<string, SessionRuntime>();
+  readonly subscriptions = new SubscriptionIndex<SessionRuntime>();
+  readonly exchanges = new Map<string, ExchangeRuntime>();
+  readonly queues = new Map<string, QueueRuntime>();
+  readonly limits: CoreLimits;
+  readonly ingestRoutes: readonly IngestRoute[];
+  recovery: RecoveryReport | undefined = undefined;
+  private readonly documentIds = new Map<string, number>();
+  private snapshotting = false;
+
+  private constructor(
+    readonly log: BrokerLog,
+    readonly state: BrokerState,
+    private readonly options: BrokerOptions,
+    readonly logger: Logger,
+  ) {
+    this.limits = { ...defaultCoreLimits, ...options.limits };
+    checkCoreLimits(this.limits);
+    this.ingestRoutes = options.ingestRoutes ?? [];
+    const clock = options.clock ?? Date.now;
+    this.committer = new Committer(log, state, clock, logger);
+    this.committer.onCommitted = () => this.maybeSnapshot();
+    const delivery = new SessionDelivery(this.committer, this.limits);
+    const amqp = new AmqpCoreImpl({
+      committer: this.committer, limits: this.limits, delivery, state, exchanges: this.exchanges, queues: this.queues,
+      dispatch: (queue) => amqp.dispatchQueue(queue),
+      bridgeSessions: (topic) => this.subscriptions.match(topic),
+    });
+    this.amqp = amqp;
+    this.mqtt = new MqttCoreImpl({
+      committer: this.committer, limits: this.limits, delivery, state, sessions: this.sessions, subscriptions: this.subscriptions,
+      ingestRoutes: this.ingestRoutes, clock,
+      dispatch: (queue) => amqp.dispatchQueue(queue),
+      bridgeQueues: (routingKey) => this.bridgeQueues(routingKey),
+      nextDocumentId: (collection) => this.nextDocumentId(collection),
+    });
+  }
+
+  static open(options: BrokerOptions): Broker {
+    const logger = options.logger ?? silentLogger();
+    const started = performance.now();
+    const snapshot = options.log.loadSnapshot?.();
+    const state = snapshot ? decodeState(decode(snapshot.data) as EncodedState) : initialState();
+    let recordsReplayed = 0;
+    for (const logRecord of options.log.read({ lsn: state.lastLsn + 1 })) {
+      apply(state, logRecord);
+      recordsReplayed++;
+    }
+    const broker = new Broker(options.log, state, options, logger);
+    broker.rebuildRuntime();
+    broker.recovery = broker.report(snapshot?.lsn ?? 0, recordsReplayed, performance.now() - started);
+    return broker;
+  }
+
+  /** The runtime of a freshly replayed state: built-in exchanges, durable topology, offline persistent sessions. */
+  private rebuildRuntime(): void {
+    this.exchanges.set(defaultExchange, new ExchangeRuntime(defaultExchange, 'direct', true, false, true));
+    for (const [name, type] of builtInExchanges) this.exchanges.set(name, new ExchangeRuntime(name, type, true, false, true));
+    for (const exchange of this.state.exchanges.values()) {
+      this.exchanges.set(exchange.name, new ExchangeRuntime(exchange.name, exchange.type, true, exchange.autoDelete, false));
+    }
+    for (const queueState of this.state.queues.values()) {
+      const queue = new QueueRuntime(queueState.name, true, queueState.autoDelete, undefined, queueState);
+      for (const [seq, entry] of queueState.pending) {
+        const message = entry.message;
+        const exchange = message.exchange ?? 'amq.topic';
+        const routingKey = message.exchange === undefined ? swapSeparators(message.topic) : message.topic;
+        queue.push({ seq, message: amqpMessageOf(message, routingKey, exchange), durable: true, redelivered: entry.deliveries > 0 });
+      }
+      this.queues.set(queue.name, queue);
+      this.exchanges.get(defaultExchange)!.bind(queue.name, queue.name);
+    }
+    for (const binding of this.state.bindings.values()) this.exchanges.get(binding.exchange)?.bind(binding.queue, binding.routingKey);
+    for (const sessionState of this.state.sessions.values()) {
+      const session = new SessionRuntime(sessionState.clientId, true, sessionState);
+      this.sessions.set(session.clientId, session);
+      for (const [filter, qos] of sessionState.subscriptions) this.subscriptions.add(filter, session, qos);
+    }
+  }
+
+  private report(snapshotLsn: number, recordsReplayed: number, replayMs: number): RecoveryReport {
+    let pendingMessages = 0;
+    for (const session of this.state.sessions.values()) pendingMessages += session.pending.size;
+    let queuedMessages = 0;
+    for (const queue of this.state.queues.values()) queuedMessages += queue.pending.size;
+    return { snapshotLsn, recordsReplayed, replayMs, sessions: this.state.sessions.size, pendingMessages, durableQueues: this.state.queues.size, queuedMessages };
+  }
+
+  private bridgeQueues(routingKey: string): QueueRuntime[] {
+    const exchange = this.exchanges.get('amq.topic');
+    if (!exchange || exchange.bindingCount === 0) return [];
+    const queues: QueueRuntime[] = [];
+    for (const name of exchange.route(routingKey)) {
+      const queue = this.queues.get(name);
+      if (queue) queues.push(queue);
+    }
+    return queues;
+  }
+
+  private nextDocumentId(collection: string): number {
+    const id = this.documentIds.get(collection) ?? this.state.collections.get(collection)?.nextId ?? 1;
+    this.documentIds.set(collection, id + 1);
+    return id;
+  }
+
+  /** MQTT subscribers of a topic, for tools and tests. */
+  subscribersOf(topic: string): ReadonlyMap<SessionRuntime, Qos> {
+    return this.subscriptions.match(topic);
+  }
+
+  /** Snapshot the state as of now, once everything up to it is durable; then let retention drop old segments. */
+  async snapshot(): Promise<number | undefined> {
+    const { writeSnapshot } = this.log;
+    if (!writeSnapshot || this.snapshotting) return undefined;
+    this.snapshotting = true;
+    try {
+      this.committer.flushSettled();
+      const lsn = this.state.lastLsn;
+      const data = encode(encodeState(this.state));
+      this.committer.recordsSinceSnapshot = 0;
+      await this.committer.settled();
+      if (this.log.failed) return undefined;
+      await writeSnapshot.call(this.log, lsn, data);
+      await this.log.applyRetention?.call(this.log);
+      this.logger.info({ lsn, bytes: data.byteLength }, 'snapshot written');
+      return lsn;
+    } finally {
+      this.snapshotting = false;
+    }
+  }
+
+  private maybeSnapshot(): void {
+    const every = this.limits.snapshotEveryRecords;
+    if (every > 0 && this.committer.recordsSinceSnapshot >= every && !this.snapshotting) {
+      this.snapshot().catch((error: unknown) => this.logger.error({ err: error }, 'snapshot failed; will retry after more records'));
+    }
+  }
+
+  /** Wait until everything committed so far is durable. */
+  async flush(): Promise<void> {
+    await this.committer.settled();
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * The one place where records are born: stamp them with the clock, append them
+ * to the log (which assigns LSNs synchronously, in call order), and apply them
+ * to the live state under the same LSNs — so live state is always the fold of
+ * the log, in the log's order.
+ *
+ * `commit` returns the durability promise for acks; `commitQuietly` is for
+ * records nobody waits for (consumer acks, deliveries), whose failure is
+ * logged once and otherwise only matters because the log refuses all further
+ * appends. `settleLater` coalesces acks and deliveries made in one tick into
+ * one record per destination.
+ */
+import { apply } from '../projections/apply.js';
+import { RecordKind, type BodyOf, type RecordKindName } from '../projections/records.js';
+import type { BrokerState } from '../projections/state.js';
+import type { Logger } from '../logger.js';
+import type { RecordLog } from './record-log.js';
+
+export interface PendingRecord {
+  readonly kind: number;
+  readonly body: unknown;
+}
+
+export function record<K extends RecordKindName>(kind: K, body: BodyOf[K]): PendingRecord {
+  return { kind: RecordKind[kind], body };
+}
+
+export class LogFailedError extends Error {
+  override readonly name = 'LogFailedError';
+  readonly code = 'ELOGFAILED';
+}
+
+type SettleKind = 'ack' | 'deliver';
+
+export class Committer {
+  /** Coalesced acks/deliveries, keyed by kind + destination. */
+  private readonly settling = new Map<string, { kind: SettleKind; ref: { c: string } | { q: string }; seqs: number[] }>();
+  private settleScheduled = false;
+  private lastDurable: Promise<unknown> = Promise.resolve();
+  recordsSinceSnapshot = 0;
+  onCommitted: (() => void) | undefined = undefined;
+
+  constructor(
+    private readonly log: RecordLog,
+    private readonly state: BrokerState,
+    private readonly clock: () => number,
+    private readonly logger: Logger,
+  ) {}
+
+  get failed(): Error | undefined {
+    return this.log.failed;
+  }
+
+  /** Append and apply; the promise resolves when the records are durable. */
+  commit(records: readonly PendingRecord[]): Promise<void> {
+    if (this.log.failed) return Promise.reject(new LogFailedError(`the log has failed and refuses appends: ${this.log.failed.message}`));
+    this.flushSettled();
+    const timestamp = this.clock();
+    const firstLsn = this.log.nextLsn;
+    const stamped = records.map((r) => ({ kind: r.kind, timestamp, body: r.body }));
+    const appended = this.log.append(stamped);
+    for (let i = 0; i < stamped.length; i++) {
+      const r = stamped[i]!;
+      apply(this.state, { lsn: firstLsn + i, timestamp, kind: r.kind, body: r.body });
+    }
+    this.recordsSinceSnapshot += stamped.length;
+    const durable = appended.then(() => undefined);
+    this.lastDurable = durable.catch(() => undefined);
+    this.onCommitted?.();
+    return durable;
+  }
+
+  commitQuietly(records: readonly PendingRecord[]): void {
+    this.commit(records).catch((error: unknown) => this.logger.error({ err: error }, 'a record nobody waits for could not be made durable'));
+  }
+
+  /** Resolves when everything committed so far is durable (or failed). */
+  settled(): Promise<unknown> {
+    this.flushSettled();
+    return this.lastDurable;
+  }
+
+  /** Queue an ack or deliver for (destination, seq); all made in this tick become one record per destination. */
+  settleLater(kind: SettleKind, ref: { c: string } | { q: string }, seq: number): void {
+    const key = `${kind}\u0000${'c' in ref ? `c${ref.c}` : `q${ref.q}`}`;
+    const pending = this.settling.get(key);
+    if (pending) pending.seqs.push(seq);
+    else this.settling.set(key, { kind, ref, seqs: [seq] });
+    if (!this.settleScheduled) {
+      this.settleScheduled = true;
+      queueMicrotask(() => this.flushSettled());
+    }
+  }
+
+  /** Write coalesced acks/deliveries now: any record that follows must see them first. */
+  flushSettled(): void {
+    this.settleScheduled = false;
+    if (this.settling.size === 0) return;
+    const records = [...this.settling.values()].map(({ kind, ref, seqs }) => ({ kind: RecordKind[kind], body: { ...ref, s: seqs } }));
+    this.settling.clear();
+    this.commitQuietly(records);
+  }
+}

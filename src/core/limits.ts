@@ -1,0 +1,31 @@
+/**
+ * Every bound the core enforces, as named constants with the unit last.
+ * Checked against each other once, when the broker starts.
+ */
+import { assert } from '../assert.js';
+
+export interface CoreLimits {
+  /** Messages a persistent or clean MQTT session may hold (queued + in flight); beyond it the oldest is dropped. */
+  readonly sessionQueueMessagesMax: number;
+  /** Ready messages an AMQP queue may hold; beyond it the oldest is dropped. */
+  readonly queueReadyMessagesMax: number;
+  /** Unacknowledged QoS 1/2 PUBLISHes (plus owed PUBRELs) per MQTT session. */
+  readonly sessionInflightMessagesMax: number;
+  /** Take a snapshot after this many records since the last one (0: never). */
+  readonly snapshotEveryRecords: number;
+}
+
+export const defaultCoreLimits: CoreLimits = {
+  sessionQueueMessagesMax: 4096,
+  queueReadyMessagesMax: 100_000,
+  sessionInflightMessagesMax: 32,
+  snapshotEveryRecords: 100_000,
+};
+
+export function checkCoreLimits(limits: CoreLimits): void {
+  assert(Number.isInteger(limits.sessionQueueMessagesMax) && limits.sessionQueueMessagesMax >= 1, 'sessionQueueMessagesMax must be a positive integer');
+  assert(Number.isInteger(limits.queueReadyMessagesMax) && limits.queueReadyMessagesMax >= 1, 'queueReadyMessagesMax must be a positive integer');
+  // Packet ids are derived from seqs modulo 65535: the window must stay far below that.
+  assert(limits.sessionInflightMessagesMax >= 1 && limits.sessionInflightMessagesMax <= 1024, 'sessionInflightMessagesMax must be in 1..1024');
+  assert(limits.snapshotEveryRecords >= 0, 'snapshotEveryRecords must be >= 0');
+}

@@ -1,0 +1,221 @@
+/**
+ * MqttCore: the MQTT commands of the broker (connect, subscribe, publish and
+ * the QoS handshakes), turned into records and runtime deliveries.
+ *
+ * Takeover [MQTT-3.1.4-2]: a CONNECT for a client id that is attached
+ * elsewhere bumps the session's generation and closes the old link; every
+ * handle checks its generation first, so the loser of the race can neither
+ * deliver nor acknowledge anything after that.
+ */
+import type { DocBody, SubBody } from '../projections/records.js';
+import type {
+  Durable, MqttClientLink, MqttCore, MqttIncomingPublish, MqttPublishResult, MqttSessionHandle, MqttSubscribeResult, Qos,
+} from './api.js';
+import type { QueueRuntime } from './amqp-queue.js';
+import { record, type PendingRecord } from './committer.js';
+import { documentOf, ingestMatches, type IngestRoute } from './ingest.js';
+import { minQos, swapSeparators, SessionRuntime } from './mqtt-sessions.js';
+import { publish, type PublishContext } from './publish.js';
+import { SubscriptionIndex } from './subscription-index.js';
+import { topicMatchesFilter, validateTopicFilter } from './topic-filter.js';
+import type { BrokerState } from '../projections/state.js';
+
+export interface MqttCoreContext extends PublishContext {
+  readonly state: BrokerState;
+  readonly sessions: Map<string, SessionRuntime>;
+  readonly subscriptions: SubscriptionIndex<SessionRuntime>;
+  readonly ingestRoutes: readonly IngestRoute[];
+  readonly clock: () => number;
+  /** Queues bound to amq.topic that match this routing key (the bridge into AMQP). */
+  bridgeQueues(routingKey: string): QueueRuntime[];
+  nextDocumentId(collection: string): number;
+}
+
+export class MqttCoreImpl implements MqttCore {
+  constructor(private readonly context: MqttCoreContext) {}
+
+  connect(clientId: string, cleanSession: boolean, link: MqttClientLink): { session: MqttSessionHandle; sessionPresent: boolean; durable: Durable } {
+    const { sessions, state, committer } = this.context;
+    const existing = sessions.get(clientId);
+    if (existing?.link) existing.link.takenOver();
+    let durable: Durable;
+    let session: SessionRuntime;
+    let sessionPresent = false;
+    if (!cleanSession && existing?.persistent) {
+      session = existing;
+      sessionPresent = true;
+    } else {
+      if (existing) this.discard(existing);
+      if (cleanSession) {
+        // clean_session=1 discards a stored session [MQTT-3.1.2-6]; wait for that before CONNACK, or a crash would revive it.
+        if (state.sessions.has(clientId)) durable = committer.commit([record('session', { c: clientId, op: 'end' })]);
+        session = SessionRuntime.clean(clientId);
+      } else {
+        durable = committer.commit([record('session', { c: clientId, op: 'open' })]);
+        session = new SessionRuntime(clientId, true, state.sessions.get(clientId)!);
+      }
+      sessions.set(clientId, session);
+    }
+    session.generation++;
+    session.link = link;
+    session.inflight.clear();
+    return { session: new SessionHandle(this.context, session, session.generation), sessionPresent, durable };
+  }
+
+  publishWill(clientId: string, will: Omit<MqttIncomingPublish, 'packetId'>): Durable {
+    return mqttPublish(this.context, clientId, undefined, will);
+  }
+
+  private discard(session: SessionRuntime): void {
+    this.context.subscriptions.removeAll(session);
+    this.context.sessions.delete(session.clientId);
+    session.link = undefined;
+    session.generation++;
+  }
+}
+
+class SessionHandle implements MqttSessionHandle {
+  constructor(
+    private readonly context: MqttCoreContext,
+    private readonly session: SessionRuntime,
+    private readonly generation: number,
+  ) {}
+
+  get clientId(): string {
+    return this.session.clientId;
+  }
+
+  get persistent(): boolean {
+    return this.session.persistent;
+  }
+
+  private get live(): boolean {
+    return this.session.generation === this.generation;
+  }
+
+  start(): void {
+    if (this.live) this.context.delivery.start(this.session);
+  }
+
+  subscribe(requests: ReadonlyArray<{ readonly filter: string; readonly qos: Qos }>): MqttSubscribeResult {
+    const granted: Array<Qos | 0x80> = [];
+    const records: PendingRecord[] = [];
+    for (const { filter, qos } of requests) {
+      if (!this.live || validateTopicFilter(filter) !== undefined) {
+        granted.push(0x80);
+        continue;
+      }
+      const body: SubBody = { c: this.session.clientId, f: filter, qos };
+      if (this.session.persistent) records.push(record('sub', body));
+      else this.session.state.subscriptions.set(filter, qos);
+      this.context.subscriptions.add(filter, this.session, qos);
+      granted.push(qos);
+    }
+    const durable = records.length > 0 ? this.context.committer.commit(records) : undefined;
+    return { granted, durable };
+  }
+
+  sendRetained(filters: readonly string[]): void {
+    if (!this.live) return;
+    const { state } = this.context;
+    const retainedQueue: PendingRecord[] = [];
+    for (const filter of filters) {
+      const subscriptionQos = this.session.state.subscriptions.get(filter);
+      if (subscriptionQos === undefined) continue;
+      for (const retained of state.retained.values()) {
+        if (!topicMatchesFilter(retained.topic, filter)) continue;
+        const qos = minQos(retained.qos, subscriptionQos);
+        const message = { lsn: retained.lsn, timestamp: retained.timestamp, topic: retained.topic, payload: retained.payload, qos: retained.qos, retain: true };
+        if (qos === 0) this.context.delivery.sendDirect(this.session, message, true);
+        else if (!this.session.persistent) this.context.delivery.enqueueTransient(this.session, qos, message);
+        else {
+          // A persistent session keeps retained QoS ≥ 1 deliveries like any other message, so they survive a crash too.
+          const seq = this.session.state.nextSeq + retainedQueue.length;
+          retainedQueue.push(record('msg', { t: retained.topic, p: retained.payload, qos: retained.qos, r: true, s: [[this.session.clientId, seq, qos]], from: '$retained' }));
+        }
+      }
+    }
+    if (retainedQueue.length > 0) {
+      const firstSeq = this.session.state.nextSeq;
+      this.context.committer.commitQuietly(retainedQueue);
+      for (let seq = firstSeq; seq < this.session.state.nextSeq; seq++) this.session.queueForSending(seq);
+    }
+    this.context.delivery.pump(this.session);
+  }
+
+  unsubscribe(filters: readonly string[]): Durable {
+    if (!this.live) return undefined;
+    const records: PendingRecord[] = [];
+    for (const filter of filters) {
+      const known = this.session.state.subscriptions.has(filter);
+      this.context.subscriptions.remove(filter, this.session);
+      if (!known) continue;
+      if (this.session.persistent) records.push(record('unsub', { c: this.session.clientId, f: filter }));
+      else this.session.state.subscriptions.delete(filter);
+    }
+    return records.length > 0 ? this.context.committer.commit(records) : undefined;
+  }
+
+  publish(incoming: MqttIncomingPublish): MqttPublishResult {
+    if (!this.live) return { durable: undefined, duplicate: true };
+    const packetId = incoming.packetId;
+    if (incoming.qos === 2 && packetId !== undefined) {
+      if (this.session.state.rx2.has(packetId)) return { durable: this.session.rx2Durable.get(packetId), duplicate: true };
+      if (!this.session.persistent) this.session.state.rx2.add(packetId);
+    }
+    const rx2 = incoming.qos === 2 && packetId !== undefined && this.session.persistent ? { c: this.session.clientId, id: packetId } : undefined;
+    const durable = mqttPublish(this.context, this.session.clientId, rx2, incoming);
+    if (incoming.qos === 2 && packetId !== undefined) this.session.rx2Durable.set(packetId, durable);
+    return { durable, duplicate: false };
+  }
+
+  pubrel(packetId: number): Durable {
+    return this.live ? this.context.delivery.pubrel(this.session, packetId) : undefined;
+  }
+
+  puback(packetId: number): void {
+    if (this.live) this.context.delivery.puback(this.session, packetId);
+  }
+
+  pubrec(packetId: number): void {
+    if (this.live) this.context.delivery.pubrec(this.session, packetId);
+  }
+
+  pubcomp(packetId: number): void {
+    if (this.live) this.context.delivery.pubcomp(this.session, packetId);
+  }
+
+  detach(): void {
+    if (!this.live) return;
+    const session = this.session;
+    session.link = undefined;
+    session.inflight.clear();
+    session.generation++;
+    if (!session.persistent) {
+      this.context.subscriptions.removeAll(session);
+      this.context.sessions.delete(session.clientId);
+    }
+  }
+}
+
+/** Route an MQTT publish: MQTT subscribers, amq.topic (bridge), ingest routes, the retained store. */
+function mqttPublish(context: MqttCoreContext, from: string, rx2: { c: string; id: number } | undefined, incoming: Omit<MqttIncomingPublish, 'packetId'>): Durable {
+  const { topic, payload, qos } = incoming;
+  const docs: DocBody[] = [];
+  for (const route of context.ingestRoutes) {
+    if (!ingestMatches(route, topic)) continue;
+    docs.push({ col: route.collection, id: context.nextDocumentId(route.collection), doc: documentOf(payload, topic, context.clock()) });
+  }
+  return publish(context, {
+    topic,
+    payload,
+    qos,
+    persistent: qos >= 1,
+    from,
+    sessions: context.subscriptions.match(topic),
+    queues: context.bridgeQueues(swapSeparators(topic)),
+    ...(incoming.retain ? { retain: { t: topic, p: payload, qos } } : {}),
+    ...(rx2 ? { rx2 } : {}),
+    docs,
+  });
+}

@@ -1,0 +1,213 @@
+/**
+ * MQTT sessions at run time: which client is connected where, what is in
+ * flight on its connection, and the pump that moves a session's queue onto
+ * the wire within its in-flight window.
+ *
+ * A persistent session's queue, subscriptions, rx2 and rel sets ARE the
+ * projection's SessionState (changed only by committing records); a clean
+ * session has a SessionState of its own that the same projection functions
+ * change directly, with nothing logged. So both behave the same, and only
+ * persistent ones survive a restart.
+ *
+ * Packet ids of outgoing QoS 1/2 messages are derived from the session seq
+ * ((seq - 1) mod 65535 + 1), so a resend after a restart reuses the original
+ * id [MQTT-4.4.0-1] without logging ids. Messages are sent in seq order and
+ * the window (in flight + owed PUBRELs) is far below 65535, so two live
+ * messages never share an id; the pump still checks and waits if they would.
+ */
+import { assert } from '../assert.js';
+import { enqueueForSession, removeFromSession, applyRel, applyRx2 } from '../projections/mqtt-sessions.js';
+import { newSession, type SessionState, type StoredMessage } from '../projections/state.js';
+import type { MqttClientLink, Qos } from './api.js';
+import { record, type Committer } from './committer.js';
+import type { CoreLimits } from './limits.js';
+
+export function packetIdOf(seq: number): number {
+  return ((seq - 1) % 65535) + 1;
+}
+
+export class SessionRuntime {
+  link: MqttClientLink | undefined = undefined;
+  /** Bumped on every connect: handles of an older generation are dead (takeover). */
+  generation = 0;
+  /** Packet id → seq of QoS 1/2 messages sent on the current connection and not yet PUBACK'd/PUBREC'd. */
+  readonly inflight = new Map<number, number>();
+  /** Seqs waiting to be sent, in order (may contain seqs already acked or dropped: skipped). */
+  private sendQueue: number[] = [];
+  private sendHead = 0;
+  /** Inbound QoS 2: packet id → durability of the publish it stands for (so a duplicate's PUBREC waits too). */
+  readonly rx2Durable = new Map<number, Promise<void> | undefined>();
+
+  constructor(
+    readonly clientId: string,
+    readonly persistent: boolean,
+    readonly state: SessionState,
+  ) {}
+
+  static clean(clientId: string): SessionRuntime {
+    return new SessionRuntime(clientId, false, newSession(clientId));
+  }
+
+  get destination(): { c: string } {
+    return { c: this.clientId };
+  }
+
+  /** Start over from the head of the queue: everything pending is (re)sent in seq order. */
+  resetSendQueue(): void {
+    this.sendQueue = [...this.state.pending.keys()];
+    this.sendHead = 0;
+  }
+
+  queueForSending(seq: number): void {
+    this.sendQueue.push(seq);
+  }
+
+  nextToSend(): number | undefined {
+    while (this.sendHead < this.sendQueue.length) {
+      const seq = this.sendQueue[this.sendHead]!;
+      if (this.state.pending.has(seq) && !this.isInflight(seq)) return seq;
+      this.sendHead++;
+    }
+    this.sendQueue = [];
+    this.sendHead = 0;
+    return undefined;
+  }
+
+  consumeNext(): void {
+    this.sendHead++;
+  }
+
+  private isInflight(seq: number): boolean {
+    return this.inflight.get(packetIdOf(seq)) === seq;
+  }
+}
+
+/** Moves a session's queue onto the wire and settles what comes back. */
+export class SessionDelivery {
+  constructor(
+    private readonly committer: Committer,
+    private readonly limits: CoreLimits,
+  ) {}
+
+  /** Send as much of the queue as the window allows. */
+  pump(session: SessionRuntime): void {
+    const link = session.link;
+    if (!link) return;
+    const window = this.limits.sessionInflightMessagesMax;
+    while (session.inflight.size + session.state.rel.size < window) {
+      const seq = session.nextToSend();
+      if (seq === undefined) return;
+      const packetId = packetIdOf(seq);
+      if (session.inflight.has(packetId) || session.state.rel.has(packetId)) return; // id still in use: wait for its ack
+      const entry = session.state.pending.get(seq)!;
+      session.consumeNext();
+      session.inflight.set(packetId, seq);
+      const message = entry.message;
+      link.sendPublish({ topic: mqttTopicOf(message), payload: message.payload, qos: entry.qos, retain: message.retain === true, dup: entry.deliveries > 0, packetId });
+      if (session.persistent) this.committer.settleLater('deliver', session.destination, seq);
+      else entry.deliveries += 1;
+    }
+  }
+
+  /** Put a message in a session's queue (durably or not, as decided by the caller), dropping the oldest beyond the bound. */
+  enqueueTransient(session: SessionRuntime, qos: 1 | 2, message: StoredMessage): void {
+    assert(!session.persistent, 'persistent sessions are enqueued by msg records');
+    const state = session.state;
+    if (state.pending.size >= this.limits.sessionQueueMessagesMax) {
+      const oldest = this.oldestDroppable(session);
+      if (oldest !== undefined) removeFromSession(state, { c: session.clientId, s: [oldest], why: 'bound' });
+    }
+    const seq = state.nextSeq;
+    enqueueForSession(state, seq, qos, message);
+    session.queueForSending(seq);
+  }
+
+  /** The oldest queued message that is not in flight (in-flight ones are the client's to finish). */
+  oldestDroppable(session: SessionRuntime): number | undefined {
+    for (const seq of session.state.pending.keys()) {
+      if (session.inflight.get(packetIdOf(seq)) !== seq) return seq;
+    }
+    return undefined;
+  }
+
+  puback(session: SessionRuntime, packetId: number): void {
+    const seq = session.inflight.get(packetId);
+    if (seq === undefined) return; // a PUBACK for nothing we sent: ignore it, as brokers do
+    session.inflight.delete(packetId);
+    if (session.persistent) this.committer.settleLater('ack', session.destination, seq);
+    else session.state.pending.delete(seq);
+    this.pump(session);
+  }
+
+  pubrec(session: SessionRuntime, packetId: number): void {
+    const seq = session.inflight.get(packetId);
+    if (seq === undefined) {
+      // A resent PUBREC for a message already PUBREC'd: the PUBREL is owed again.
+      if (session.state.rel.has(packetId)) session.link?.sendPubrel(packetId);
+      return;
+    }
+    session.inflight.delete(packetId);
+    const body = { c: session.clientId, id: packetId, s: seq };
+    if (!session.persistent) {
+      applyRel(session.state, body);
+      session.link?.sendPubrel(packetId);
+      return;
+    }
+    const generation = session.generation;
+    this.committer.commit([record('rel', body)]).then(
+      () => { if (session.generation === generation) session.link?.sendPubrel(packetId); },
+      () => undefined, // the log failed: the connection will be closed by the next durable command
+    );
+  }
+
+  pubcomp(session: SessionRuntime, packetId: number): void {
+    if (!session.state.rel.has(packetId)) return;
+    const body = { c: session.clientId, id: packetId, clear: true as const };
+    if (session.persistent) this.committer.commitQuietly([record('rel', body)]);
+    else applyRel(session.state, body);
+    this.pump(session);
+  }
+
+  /** Inbound QoS 2 PUBREL: forget the id [MQTT-4.3.3-2]. PUBCOMP waits for the clear to be durable, or a restart could swallow a new message with that id. */
+  pubrel(session: SessionRuntime, packetId: number): Promise<void> | undefined {
+    session.rx2Durable.delete(packetId);
+    if (!session.state.rx2.has(packetId)) return undefined;
+    const body = { c: session.clientId, id: packetId, clear: true as const };
+    if (!session.persistent) {
+      applyRx2(session.state, body);
+      return undefined;
+    }
+    return this.committer.commit([record('rx2', body)]);
+  }
+
+  /** On (re)connect: owed PUBRELs first, then everything pending from the head, in seq order. */
+  start(session: SessionRuntime): void {
+    for (const packetId of session.state.rel.keys()) session.link?.sendPubrel(packetId);
+    session.resetSendQueue();
+    this.pump(session);
+  }
+
+  sendDirect(session: SessionRuntime, message: StoredMessage, retain: boolean): void {
+    session.link?.sendPublish({ topic: mqttTopicOf(message), payload: message.payload, qos: 0, retain, dup: false });
+  }
+}
+
+/** The MQTT topic of a stored message: AMQP routing keys become MQTT topics by swapping '.' and '/'. */
+export function mqttTopicOf(message: StoredMessage): string {
+  return message.exchange === undefined ? message.topic : swapSeparators(message.topic);
+}
+
+/**
+ * MQTT '/' ⇄ AMQP '.', and the other way round, as RabbitMQ's MQTT plugin does:
+ * swapping (rather than only replacing) keeps a '.' inside an MQTT level and a
+ * '/' inside an AMQP word intact across the bridge, so the mapping round-trips.
+ */
+export function swapSeparators(name: string): string {
+  let out = '';
+  for (const ch of name) out += ch === '/' ? '.' : ch === '.' ? '/' : ch;
+  return out;
+}
+
+export function minQos(a: Qos, b: Qos): Qos {
+  return a < b ? a : b;
+}
