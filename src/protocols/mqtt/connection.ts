@@ -53,6 +53,9 @@ export interface Will {
 
 export type ConnectionState = 'awaiting-connect' | 'connecting' | 'connected' | 'closed';
 
+/** CONNECT's type 1 with the reserved flags 0000 [MQTT-2.2.2-1]. */
+const connectFirstByte = 0x10;
+
 /** How long a closing socket may take to flush its last packets (a refusing CONNACK) before it is destroyed. */
 const closeLingerMs = 1_000;
 
@@ -121,6 +124,13 @@ export class MqttConnection implements MqttClientLink {
   /** Dispatch every whole packet buffered, as long as the state lets packets through. */
   private drain(): void {
     while (this.stateValue === 'awaiting-connect' || this.stateValue === 'connected') {
+      // Refuse a stream that cannot start with CONNECT at its first byte,
+      // rather than wait for a body whose length is garbage [MQTT-3.1.0-1].
+      const firstByte = this.framer.peekFirstByte();
+      if (this.stateValue === 'awaiting-connect' && firstByte !== undefined && firstByte !== connectFirstByte) {
+        this.fail(new MqttProtocolError(`first packet must be CONNECT, got first byte 0x${firstByte.toString(16)} [MQTT-3.1.0-1]`));
+        return;
+      }
       const frame = this.framer.next();
       if (frame.kind === 'need-more') return;
       if (frame.kind === 'too-large') {

@@ -74,6 +74,11 @@ export class PacketFramer {
     return this.head.length + this.partsBytes;
   }
 
+  /** The first byte (type and flags) of the next packet, as soon as it has arrived. */
+  peekFirstByte(): number | undefined {
+    return this.packetBytes > 0 ? this.parts[0]?.[0] : this.head[0];
+  }
+
   push(chunk: Buffer): void {
     assert(!this.failed, 'PacketFramer.push after a framing error');
     if (chunk.length === 0) return;
