@@ -1,0 +1,136 @@
+/**
+ * SegmentCursor walks the frames of one segment file with big synchronous
+ * reads (1 MiB chunks, grown for a bigger frame), verifying each frame's
+ * length, checksum and LSN just after it is read. No per-record syscalls and
+ * no per-record allocation: the current frame's fields live on the cursor and
+ * its bytes stay in `buffer` at `frameStart` until the next call to next().
+ *
+ * It only reports; what a bad frame means (torn tail or corruption) is
+ * decided by recovery.ts.
+ */
+import * as fs from 'node:fs';
+import { frameChecksumMatches, frameKind, frameLength, frameLsn, frameTimestamp, isPlausibleFrameLength, type Lsn } from './record.js';
+
+export const cursorFrame = 0;
+export const cursorEnd = 1;
+export const cursorBad = 2;
+export type CursorStatus = typeof cursorFrame | typeof cursorEnd | typeof cursorBad;
+
+/** The first frame that failed its checks. */
+export interface BadFrame {
+  /** File offset where the bad frame starts: everything before it is valid. */
+  readonly offset: number;
+  /** The LSN the frame should have carried. */
+  readonly lsn: Lsn;
+  readonly reason: string;
+  /** The frame's length field when plausible and inside the file, so a caller can look past it. */
+  readonly length: number | undefined;
+  /** The checksum matched but the LSN did not: a whole, intact frame in the wrong place. */
+  readonly checksumValid: boolean;
+}
+
+export const readChunkBytes = 1024 * 1024;
+const lengthPrefixBytes = 12;
+
+export class SegmentCursor {
+  buffer: Buffer;
+  /** Index in `buffer` of the current frame. */
+  frameStart = 0;
+  /** File offset of the current frame. */
+  offset = 0;
+  length = 0;
+  lsn: Lsn = 0;
+  timestamp = 0;
+  kind = 0;
+  bad: BadFrame | undefined = undefined;
+
+  private bufferFileOffset = 0;
+  private bufferBytes = 0;
+
+  constructor(
+    private readonly fd: number,
+    /** File offset of the next frame. */
+    private position: number,
+    /** Frames end here (the file size, or the bytes written when the scan started). */
+    private readonly end: number,
+    private expectedLsn: Lsn,
+    chunkBytes = readChunkBytes,
+  ) {
+    this.buffer = Buffer.allocUnsafe(Math.max(chunkBytes, lengthPrefixBytes));
+  }
+
+  /** File offset just past the last valid frame returned so far. */
+  get validEnd(): number {
+    return this.bad === undefined ? this.position : this.bad.offset;
+  }
+
+  /** The LSN the next frame must carry. */
+  get nextLsn(): Lsn {
+    return this.expectedLsn;
+  }
+
+  next(): CursorStatus {
+    const position = this.position;
+    const remaining = this.end - position;
+    if (this.bad !== undefined || remaining <= 0) return this.bad === undefined ? cursorEnd : cursorBad;
+    if (remaining < lengthPrefixBytes) return this.fail(`${remaining} trailing bytes, too few for a frame header`, undefined, false);
+    let at = this.ensure(position, lengthPrefixBytes);
+    if (at < 0) return this.fail('the file ended before the frame header', undefined, false);
+    const length = frameLength(this.buffer, at);
+    if (!isPlausibleFrameLength(length)) return this.fail(`implausible frame length ${length}`, undefined, false);
+    if (length > remaining) return this.fail(`a frame of ${length} bytes runs past the end of the segment (${remaining} bytes left)`, undefined, false);
+    at = this.ensure(position, length);
+    if (at < 0) return this.fail('the file ended inside the frame', undefined, false);
+    if (!frameChecksumMatches(this.buffer, at, length)) return this.fail('checksum mismatch', length, false);
+    const lsn = frameLsn(this.buffer, at);
+    if (lsn !== this.expectedLsn) return this.fail(`the frame holds LSN ${lsn} where ${this.expectedLsn} was expected`, length, true);
+    this.frameStart = at;
+    this.offset = position;
+    this.length = length;
+    this.lsn = lsn;
+    this.timestamp = frameTimestamp(this.buffer, at);
+    this.kind = frameKind(this.buffer, at);
+    this.position = position + length;
+    this.expectedLsn = lsn + 1;
+    return cursorFrame;
+  }
+
+  private fail(reason: string, length: number | undefined, checksumValid: boolean): CursorStatus {
+    this.bad = { offset: this.position, lsn: this.expectedLsn, reason, length, checksumValid };
+    return cursorBad;
+  }
+
+  /**
+   * Makes `bytes` bytes from file offset `position` available in `buffer` and
+   * returns their index, or -1 when the file is shorter than promised (it was
+   * truncated under a reader). Keeps the unread tail of the chunk and refills
+   * behind it, so a frame straddling two chunks costs one copy, not a re-read.
+   */
+  private ensure(position: number, bytes: number): number {
+    const start = position - this.bufferFileOffset;
+    if (start >= 0 && start + bytes <= this.bufferBytes) return start;
+    const keep = start >= 0 && start < this.bufferBytes ? this.bufferBytes - start : 0;
+    if (bytes > this.buffer.length) {
+      const bigger = Buffer.allocUnsafe(Math.max(bytes, this.buffer.length * 2));
+      this.buffer.copy(bigger, 0, start, start + keep);
+      this.buffer = bigger;
+    } else if (keep > 0) {
+      this.buffer.copyWithin(0, start, start + keep);
+    }
+    this.bufferFileOffset = position;
+    this.bufferBytes = keep;
+    const wanted = Math.min(this.buffer.length, this.end - position);
+    while (this.bufferBytes < wanted) {
+      const read = fs.readSync(this.fd, this.buffer, this.bufferBytes, wanted - this.bufferBytes, position + this.bufferBytes);
+      if (read === 0) break;
+      this.bufferBytes += read;
+    }
+    return this.bufferBytes >= bytes ? 0 : -1;
+  }
+}
+
+/** True when a whole, valid frame carrying `expectedLsn` starts at `offset`. */
+export function isValidFrameAt(fd: number, offset: number, end: number, expectedLsn: Lsn): boolean {
+  const probe = new SegmentCursor(fd, offset, end, expectedLsn, 64 * 1024);
+  return probe.next() === cursorFrame;
+}

@@ -1,0 +1,107 @@
+/**
+ * The log's operating errors: things that can happen to a data directory or a
+ * disk (as opposed to broken invariants, which are assertions). Each carries a
+ * stable `code` so callers and the CLI can branch on it without parsing text.
+ */
+import type { Lsn } from './record.js';
+
+export class LogError extends Error {
+  readonly code: string;
+
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.name = new.target.name;
+  }
+}
+
+/** The directory holds files, but none of them is a Cairn segment: never touch foreign data. */
+export class NotACairnLogError extends LogError {
+  constructor(
+    readonly dir: string,
+    readonly entries: readonly string[],
+  ) {
+    const shown = entries.slice(0, 5).join(', ') + (entries.length > 5 ? ', …' : '');
+    const holds = entries.length === 0 ? 'it holds no segment files' : `it holds ${entries.length} other file(s) (${shown}) and no segment files`;
+    super('ENOTCAIRN', `${dir} is not a Cairn log directory: ${holds}; refusing to use it`);
+  }
+}
+
+/** A segment file whose header is not a Cairn segment header of a version we can read. */
+export class SegmentHeaderError extends LogError {
+  constructor(
+    readonly segment: string,
+    reason: string,
+  ) {
+    super('ESEGMENTHEADER', `segment ${segment} has a bad header: ${reason}`);
+  }
+}
+
+/**
+ * A record that fails its checks somewhere a torn write cannot explain (a
+ * non-last segment, or followed by valid records). Acknowledged data may be
+ * damaged, so the log refuses to guess; `cairn inspect verify` shows the range.
+ */
+export class CorruptRecordError extends LogError {
+  constructor(
+    readonly segment: string,
+    readonly lsn: Lsn,
+    readonly offset: number,
+    readonly reason: string,
+  ) {
+    super('ECORRUPTRECORD', `corrupt record in segment ${segment} at LSN ${lsn} (byte offset ${offset}): ${reason}; this is not a torn tail, refusing to continue (inspect with \`cairn inspect verify\`)`);
+  }
+}
+
+/** Segments or snapshots that do not fit together (an LSN gap, a snapshot past the end of the log). */
+export class LogInconsistentError extends LogError {
+  constructor(message: string) {
+    super('EINCONSISTENT', message);
+  }
+}
+
+/**
+ * A write or fsync failed. After a failed fsync the kernel may have dropped the
+ * dirty pages, so retrying could falsely succeed: the log stops acking for good
+ * and the operator restarts into recovery.
+ */
+export class LogFailedError extends LogError {
+  constructor(message: string, cause: unknown, code = 'ELOGFAILED') {
+    super(code, message, { cause });
+  }
+}
+
+/** ENOSPC: as fatal as any other write failure (a partial batch may be on disk), but worth its own name. */
+export class DiskFullError extends LogFailedError {
+  constructor(cause: unknown) {
+    super(`the disk is full (ENOSPC); the log refuses further appends until restarted: ${errorText(cause)}`, cause, 'ENOSPC');
+  }
+}
+
+export class LogClosedError extends LogError {
+  constructor() {
+    super('ECLOSED', 'the log is closed');
+  }
+}
+
+/** A record the caller built wrongly (kind out of range, timestamp not finite, body not encodable or too big). */
+export class InvalidRecordError extends LogError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('EINVALIDRECORD', message, options);
+  }
+}
+
+/** Maps an fs failure to the fatal error the log reports from then on. */
+export function toLogFailedError(cause: unknown, during: string): LogFailedError {
+  if (cause instanceof LogFailedError) return cause;
+  if (isErrnoCode(cause, 'ENOSPC')) return new DiskFullError(cause);
+  return new LogFailedError(`${during} failed, the log refuses further appends until restarted: ${errorText(cause)}`, cause);
+}
+
+export function isErrnoCode(error: unknown, code: string): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === code;
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

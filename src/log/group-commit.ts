@@ -1,0 +1,350 @@
+/**
+ * Group commit: the append path.
+ *
+ * append() assigns LSNs and encodes frames synchronously into the pending
+ * batch (one Buffer), so call order is LSN order and nextLsn is always exact.
+ * The batch is handed to the disk by `pump`, which runs one microtask after the
+ * first append of a tick (gathering that tick's appends, adding no wait) or
+ * as soon as the previous write completes. There are no timers: the batch
+ * window is the time the disk takes.
+ *
+ *   appends ──▶ pending batch ──write──▶ written ──fdatasync──▶ durable ──▶ promises resolve
+ *
+ * One write and one fdatasync are in flight at most. With `pipeline` on (the
+ * default), batch k+1 is written while the fdatasync of batch k runs, and
+ * each sync covers every write completed before it started; a promise resolves
+ * only when a sync that covers its last record completes, in LSN order.
+ * A lone appender pays exactly one write and one fdatasync.
+ *
+ * Rolling to a new segment is a barrier: it waits until everything written is
+ * durable, so a segment is complete on disk before its successor exists
+ * (recovery treats any bad record in a non-last segment as corruption).
+ *
+ * A failed write or sync is fatal (see errors.ts: LogFailedError): every
+ * outstanding promise rejects and every later append is refused.
+ */
+import { assert } from '../assert.js';
+import type { Logger } from '../logger.js';
+import { LogClosedError, toLogFailedError, type LogFailedError } from './errors.js';
+import { writeFully, type LogFileSystem } from './file-system.js';
+import { assertFramesIntact, checkAppendRecord, encodeBody, frameHeaderBytes, writeFrame, type AppendRecord, type Lsn } from './record.js';
+import type { SegmentState } from './segment.js';
+
+export interface ActiveSegment {
+  readonly fd: number;
+  /** Updated as writes complete: bytes, lastLsn, timestamps. */
+  readonly state: SegmentState;
+}
+
+export interface GroupCommitOptions {
+  readonly nextLsn: Lsn;
+  readonly active: ActiveSegment;
+  readonly segmentBytesMax: number;
+  /** Creates the segment starting at `firstLsn` and closes `previous`; called only when all written data is durable. */
+  readonly roll: (firstLsn: Lsn, previous: ActiveSegment) => Promise<ActiveSegment>;
+  readonly fileSystem: LogFileSystem;
+  readonly pipeline: boolean;
+  readonly logger: Logger;
+}
+
+interface Waiter {
+  readonly lastLsn: Lsn;
+  readonly result: unknown;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: Error) => void;
+}
+
+const batchBytesInitial = 64 * 1024;
+// A batch buffer that grew past this (a burst of big records) is dropped after its write instead of kept.
+const batchBytesRetainedMax = 4 * 1024 * 1024;
+// Resolved waiters are compacted away once this many have accumulated at the head of the queue.
+const waiterCompactionThreshold = 1024;
+
+export class GroupCommit {
+  private nextLsnValue: Lsn;
+  private writtenLsnValue: Lsn;
+  private durableLsnValue: Lsn;
+  private failure: LogFailedError | undefined;
+  private closed = false;
+  private pending = new Batch(batchBytesInitial);
+  private spare: Batch | undefined = new Batch(batchBytesInitial);
+  private readonly waiters: Waiter[] = [];
+  private waiterHead = 0;
+  private writing = false;
+  private syncing = false;
+  private pumpScheduled = false;
+  private idleCallbacks: (() => void)[] = [];
+  private active: ActiveSegment;
+
+  constructor(private readonly options: GroupCommitOptions) {
+    this.nextLsnValue = options.nextLsn;
+    this.writtenLsnValue = options.nextLsn - 1;
+    this.durableLsnValue = options.nextLsn - 1;
+    this.active = options.active;
+  }
+
+  get nextLsn(): Lsn {
+    return this.nextLsnValue;
+  }
+  get writtenLsn(): Lsn {
+    return this.writtenLsnValue;
+  }
+  get durableLsn(): Lsn {
+    return this.durableLsnValue;
+  }
+  get failed(): LogFailedError | undefined {
+    return this.failure;
+  }
+  get activeSegment(): ActiveSegment {
+    return this.active;
+  }
+
+  appendOne(record: AppendRecord): Promise<Lsn> {
+    const refusal = this.refusal();
+    if (refusal !== undefined) return Promise.reject(refusal);
+    const lsn = this.nextLsnValue;
+    try {
+      this.encode(record, lsn);
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
+    this.nextLsnValue = lsn + 1;
+    return this.enqueue<Lsn>(lsn, lsn);
+  }
+
+  append(records: readonly AppendRecord[]): Promise<Lsn[]> {
+    const refusal = this.refusal();
+    if (refusal !== undefined) return Promise.reject(refusal);
+    if (records.length === 0) return Promise.resolve([]);
+    const firstLsn = this.nextLsnValue;
+    const mark = this.pending.mark();
+    const lsns = new Array<Lsn>(records.length);
+    try {
+      for (let i = 0; i < records.length; i++) {
+        this.encode(records[i]!, firstLsn + i);
+        lsns[i] = firstLsn + i;
+      }
+    } catch (error) {
+      // All or nothing: a bad record takes no LSN and leaves no frame behind.
+      this.pending.rollback(mark);
+      return Promise.reject(error as Error);
+    }
+    this.nextLsnValue = firstLsn + records.length;
+    return this.enqueue<Lsn[]>(firstLsn + records.length - 1, lsns);
+  }
+
+  /** Resolves when every record up to `lsn` is durable. */
+  waitDurable(lsn: Lsn): Promise<void> {
+    if (lsn <= this.durableLsnValue) return Promise.resolve();
+    if (this.failure !== undefined) return Promise.reject(this.failure);
+    assert(lsn < this.nextLsnValue, 'cannot wait for an LSN that has not been appended');
+    return this.enqueue<void>(lsn, undefined);
+  }
+
+  /** Refuses new appends, waits for the ones in flight, then for the disk calls to finish. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.failure === undefined) await this.waitDurable(this.nextLsnValue - 1).catch(() => undefined);
+    if (this.writing || this.syncing) await new Promise<void>((resolve) => this.idleCallbacks.push(resolve));
+  }
+
+  private refusal(): Error | undefined {
+    if (this.failure !== undefined) return this.failure;
+    if (this.closed) return new LogClosedError();
+    return undefined;
+  }
+
+  private encode(record: AppendRecord, lsn: Lsn): void {
+    checkAppendRecord(record);
+    const body = encodeBody(record.body);
+    const batch = this.pending;
+    batch.reserve(frameHeaderBytes + body.length);
+    batch.length += writeFrame(batch.buffer, batch.length, lsn, record.timestamp, record.kind, body);
+    batch.noteRecord(lsn, record.timestamp);
+  }
+
+  private enqueue<T>(lastLsn: Lsn, result: T): Promise<T> {
+    const promise = new Promise<T>((resolve, reject) => {
+      this.waiters.push({ lastLsn, result, resolve: resolve as (value: unknown) => void, reject });
+    });
+    if (!this.pumpScheduled && !this.writing) {
+      this.pumpScheduled = true;
+      queueMicrotask(this.pumpTask);
+    }
+    return promise;
+  }
+
+  private readonly pumpTask = (): void => {
+    this.pumpScheduled = false;
+    this.pump();
+  };
+
+  /** Starts the next write if the disk lane is free and there is something to write. */
+  private pump(): void {
+    if (this.writing || this.failure !== undefined || this.pending.length === 0) return;
+    if (this.syncing && !this.options.pipeline) return;
+    if (this.needsRoll()) return this.rollWhenDurable();
+    const batch = this.pending;
+    assert(batch.firstLsn === this.writtenLsnValue + 1, 'a batch does not start right after the last written LSN');
+    assertFramesIntact(batch.buffer, batch.length, batch.firstLsn);
+    this.pending = this.spare ?? new Batch(batchBytesInitial);
+    this.spare = undefined;
+    this.writing = true;
+    const segment = this.active;
+    writeFully(this.options.fileSystem, segment.fd, batch.buffer, batch.length, segment.state.bytes, (error) => this.afterWrite(error, batch, segment));
+  }
+
+  private afterWrite(error: unknown, batch: Batch, segment: ActiveSegment): void {
+    this.writing = false;
+    if (error !== null) return this.fail(error, 'segment write');
+    batch.noteWrittenTo(segment.state);
+    this.writtenLsnValue = batch.lastLsn;
+    if (batch.buffer.length <= batchBytesRetainedMax) {
+      batch.reset();
+      this.spare = batch;
+    }
+    this.startSync();
+    this.pump();
+    this.notifyIfIdle();
+  }
+
+  private startSync(): void {
+    if (this.syncing || this.failure !== undefined || this.durableLsnValue >= this.writtenLsnValue) return;
+    this.syncing = true;
+    const target = this.writtenLsnValue;
+    this.options.fileSystem.fdatasync(this.active.fd, (error) => {
+      this.syncing = false;
+      if (error !== null) return this.fail(error, 'fdatasync');
+      if (this.failure !== undefined) return this.notifyIfIdle();
+      this.durableLsnValue = target;
+      this.resolveDurable();
+      this.startSync();
+      this.pump();
+      this.notifyIfIdle();
+    });
+  }
+
+  private needsRoll(): boolean {
+    const state = this.active.state;
+    return state.bytes >= this.options.segmentBytesMax && state.lastLsn >= state.firstLsn;
+  }
+
+  private rollWhenDurable(): void {
+    // The sync completion calls pump again, which comes back here.
+    if (this.syncing || this.durableLsnValue < this.writtenLsnValue) return;
+    this.writing = true;
+    this.options.roll(this.writtenLsnValue + 1, this.active).then(
+      (segment) => {
+        this.active = segment;
+        this.writing = false;
+        this.pump();
+        this.notifyIfIdle();
+      },
+      (error: unknown) => {
+        this.writing = false;
+        this.fail(error, 'segment roll');
+      },
+    );
+  }
+
+  private resolveDurable(): void {
+    const waiters = this.waiters;
+    const durable = this.durableLsnValue;
+    let head = this.waiterHead;
+    while (head < waiters.length) {
+      const waiter = waiters[head]!;
+      if (waiter.lastLsn > durable) break;
+      head += 1;
+      waiter.resolve(waiter.result);
+    }
+    if (head === waiters.length) {
+      waiters.length = 0;
+      head = 0;
+    } else if (head >= waiterCompactionThreshold) {
+      waiters.splice(0, head);
+      head = 0;
+    }
+    this.waiterHead = head;
+  }
+
+  private fail(cause: unknown, during: string): void {
+    if (this.failure === undefined) {
+      const failure = toLogFailedError(cause, during);
+      this.failure = failure;
+      this.options.logger.error({ err: cause, during, durableLsn: this.durableLsnValue, nextLsn: this.nextLsnValue }, 'the log failed and refuses further appends; restart to recover');
+      const outstanding = this.waiters.slice(this.waiterHead);
+      this.waiters.length = 0;
+      this.waiterHead = 0;
+      this.pending.reset();
+      for (const waiter of outstanding) waiter.reject(failure);
+    }
+    this.notifyIfIdle();
+  }
+
+  private notifyIfIdle(): void {
+    if (this.writing || this.syncing || this.idleCallbacks.length === 0) return;
+    const callbacks = this.idleCallbacks;
+    this.idleCallbacks = [];
+    for (const callback of callbacks) callback();
+  }
+}
+
+/** Encoded frames waiting for (or in) one write. */
+class Batch {
+  buffer: Buffer;
+  length = 0;
+  firstLsn = 0;
+  lastLsn = 0;
+  firstTimestamp = 0;
+  lastTimestamp = 0;
+  maxTimestamp = -Infinity;
+
+  constructor(capacity: number) {
+    this.buffer = Buffer.allocUnsafe(capacity);
+  }
+
+  reserve(bytes: number): void {
+    if (this.length + bytes <= this.buffer.length) return;
+    const bigger = Buffer.allocUnsafe(Math.max(this.length + bytes, this.buffer.length * 2));
+    this.buffer.copy(bigger, 0, 0, this.length);
+    this.buffer = bigger;
+  }
+
+  noteRecord(lsn: Lsn, timestamp: number): void {
+    if (this.firstLsn === 0) {
+      this.firstLsn = lsn;
+      this.firstTimestamp = timestamp;
+    }
+    this.lastLsn = lsn;
+    this.lastTimestamp = timestamp;
+    if (timestamp > this.maxTimestamp) this.maxTimestamp = timestamp;
+  }
+
+  mark(): BatchMark {
+    return { length: this.length, firstLsn: this.firstLsn, lastLsn: this.lastLsn, firstTimestamp: this.firstTimestamp, lastTimestamp: this.lastTimestamp, maxTimestamp: this.maxTimestamp };
+  }
+
+  rollback(mark: BatchMark): void {
+    Object.assign(this, mark);
+  }
+
+  noteWrittenTo(state: SegmentState): void {
+    state.bytes += this.length;
+    state.lastLsn = this.lastLsn;
+    if (state.timestamps === undefined) {
+      state.timestamps = { first: this.firstTimestamp, last: this.lastTimestamp, max: this.maxTimestamp };
+    } else {
+      state.timestamps.last = this.lastTimestamp;
+      if (this.maxTimestamp > state.timestamps.max) state.timestamps.max = this.maxTimestamp;
+    }
+  }
+
+  reset(): void {
+    this.length = 0;
+    this.firstLsn = 0;
+    this.lastLsn = 0;
+    this.maxTimestamp = -Infinity;
+  }
+}
+
+type BatchMark = Pick<Batch, 'length' | 'firstLsn' | 'lastLsn' | 'firstTimestamp' | 'lastTimestamp' | 'maxTimestamp'>;

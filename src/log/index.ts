@@ -1,0 +1,22 @@
+/**
+ * The log's public surface. Other layers import from here only.
+ */
+export type { Lsn, AppendRecord, LogRecord } from './record.js';
+export { SegmentedLog, type LogOptions } from './log.js';
+export type { SegmentInfo } from './segment.js';
+export type { Snapshot, SnapshotFileInfo } from './snapshot.js';
+export type { ReadFrom } from './read.js';
+export type { TornTail } from './recovery.js';
+export { openLogReader, type LogReader, type VerifyReport, type BadRecord } from './reader.js';
+export {
+  LogError,
+  NotACairnLogError,
+  SegmentHeaderError,
+  CorruptRecordError,
+  LogInconsistentError,
+  LogFailedError,
+  DiskFullError,
+  LogClosedError,
+  InvalidRecordError,
+} from './errors.js';
+export type { LogFileSystem } from './file-system.js';

@@ -1,0 +1,279 @@
+/**
+ * SegmentedLog: the broker's only source of truth. Opens (and recovers) a data
+ * directory, appends with group commit, reads forward from an LSN or a time,
+ * writes and loads snapshots, and applies retention.
+ *
+ * Invariants:
+ * - LSNs are consecutive from 1; the segments hold one unbroken chain of them
+ *   from firstLsn to nextLsn - 1 (only a prefix is ever removed).
+ * - A promise returned by append resolves only after fdatasync of its records.
+ * - A snapshot never covers a record that is not durable yet.
+ * - The last segment is never removed, so nextLsn survives any retention.
+ */
+import * as fs from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { silentLogger, type Logger } from '../logger.js';
+import { CorruptRecordError, LogClosedError, LogError, LogInconsistentError, NotACairnLogError, type LogFailedError } from './errors.js';
+import { nodeFileSystem, type LogFileSystem } from './file-system.js';
+import { GroupCommit, type ActiveSegment } from './group-commit.js';
+import { checkReadFrom, readRecords, type ReadFrom } from './read.js';
+import { recoverSegments, scanSegment } from './recovery.js';
+import type { AppendRecord, LogRecord, Lsn } from './record.js';
+import { countRemovableSegments, removeOrArchive } from './retention.js';
+import { createSegment, fsyncDirectory, listDataDirectory, segmentFileName, segmentHeaderBytes, toSegmentInfo, type SegmentInfo, type SegmentState } from './segment.js';
+import { loadNewestValidSnapshot, writeSnapshotFile, type Snapshot } from './snapshot.js';
+
+export interface LogOptions {
+  dir: string;
+  /** Roll to a new segment once the current one has passed this size. Default 64 MiB. */
+  segmentBytesMax?: number;
+  /** Retention moves segments (and obsolete snapshots) here instead of deleting them. */
+  archiveDir?: string;
+  /** Keep at least this many bytes of the newest segments (point-in-time window). Default: keep all. */
+  retentionBytes?: number;
+  /** Keep segments holding a record younger than this. Default: keep all. */
+  retentionMs?: number;
+  logger?: Logger;
+  /** Wall clock for retention by age. Default Date.now. */
+  clock?: () => number;
+  /** Internal (tests): the append path's file-system calls, to inject write and fsync failures. */
+  fileSystem?: LogFileSystem;
+  /** Internal (benchmarks): write batch k+1 while batch k syncs. Default true. */
+  pipeline?: boolean;
+}
+
+export const segmentBytesMaxDefault = 64 * 1024 * 1024;
+/** Tiny segments are for tests; below this a segment could not hold a useful record. */
+export const segmentBytesMaxMin = 256;
+export const segmentBytesMaxMax = 2 ** 40;
+
+interface Settings {
+  readonly dir: string;
+  readonly segmentBytesMax: number;
+  readonly archiveDir: string | undefined;
+  readonly retentionBytes: number | undefined;
+  readonly retentionMs: number | undefined;
+  readonly logger: Logger;
+  readonly clock: () => number;
+  readonly fileSystem: LogFileSystem;
+  readonly pipeline: boolean;
+}
+
+const closeAsync = promisify(fs.close);
+const openAsync = promisify(fs.open);
+const fsyncAsync = promisify(fs.fsync);
+const unlinkAsync = promisify(fs.unlink);
+
+export class SegmentedLog {
+  private readonly commit: GroupCommit;
+  private maintenance: Promise<unknown> = Promise.resolve();
+  private closing: Promise<void> | undefined;
+
+  private constructor(
+    private readonly settings: Settings,
+    private readonly segmentList: SegmentState[],
+    activeFd: number,
+    private newestSnapshotLsn: Lsn | undefined,
+  ) {
+    const last = segmentList[segmentList.length - 1]!;
+    this.commit = new GroupCommit({
+      nextLsn: last.lastLsn + 1,
+      active: { fd: activeFd, state: last },
+      segmentBytesMax: settings.segmentBytesMax,
+      roll: (firstLsn, previous) => this.roll(firstLsn, previous),
+      fileSystem: settings.fileSystem,
+      pipeline: settings.pipeline,
+      logger: settings.logger,
+    });
+  }
+
+  static async open(options: LogOptions): Promise<SegmentedLog> {
+    const settings = resolveSettings(options);
+    const { dir, logger } = settings;
+    await fs.promises.mkdir(dir, { recursive: true });
+    if (settings.archiveDir !== undefined) await fs.promises.mkdir(settings.archiveDir, { recursive: true });
+    const listing = listDataDirectory(dir);
+    if (listing.segments.length === 0) {
+      const others = [...listing.snapshots.map((s) => s.file), ...listing.snapshotTemporaries, ...listing.foreign];
+      if (others.length > 0) throw new NotACairnLogError(dir, others);
+      const fd = await createSegment(dir, 1);
+      logger.info({ dir }, 'created a new log');
+      return new SegmentedLog(settings, [{ file: segmentFileName(1), firstLsn: 1, lastLsn: 0, bytes: segmentHeaderBytes, timestamps: undefined }], fd, undefined);
+    }
+    if (listing.foreign.length > 0) logger.warn({ dir, files: listing.foreign }, 'the log directory holds files that are not part of the log; leaving them alone');
+    await removeSnapshotTemporaries(dir, listing.snapshotTemporaries, logger);
+    const snapshot = loadNewestValidSnapshot(dir, listing.snapshots, logger);
+    const { segments, tornTail } = recoverSegments(dir, listing.segments, (snapshot?.lsn ?? 0) + 1, logger);
+    checkSnapshotFits(snapshot, segments);
+    const last = segments[segments.length - 1]!;
+    // Everything on disk now counts as durable: make it so (the crash may have come before the last fdatasync).
+    const fd = await openAsync(join(dir, last.file), 'r+');
+    await fsyncAsync(fd);
+    logger.info({ dir, segments: segments.length, firstLsn: segments[0]!.firstLsn, nextLsn: last.lastLsn + 1, snapshotLsn: snapshot?.lsn, tornTail }, 'opened the log');
+    return new SegmentedLog(settings, segments, fd, snapshot?.lsn);
+  }
+
+  /** The LSN the next appended record will get. */
+  get nextLsn(): Lsn {
+    return this.commit.nextLsn;
+  }
+
+  /** The oldest LSN still readable (after retention); equals nextLsn when the log holds no record. */
+  get firstLsn(): Lsn {
+    return this.segmentList[0]!.firstLsn;
+  }
+
+  /** The highest LSN known durable (0 if none). */
+  get durableLsn(): Lsn {
+    return this.commit.durableLsn;
+  }
+
+  get failed(): LogFailedError | undefined {
+    return this.commit.failed;
+  }
+
+  /** LSNs are assigned synchronously in call order; resolves once the records are fdatasync'ed. */
+  append(records: readonly AppendRecord[]): Promise<Lsn[]> {
+    return this.commit.append(records);
+  }
+
+  appendOne(record: AppendRecord): Promise<Lsn> {
+    return this.commit.appendOne(record);
+  }
+
+  /** Records written by now, from `from` on, across segments. */
+  read(from: ReadFrom = {}): IterableIterator<LogRecord> {
+    checkReadFrom(from);
+    const view = this.segmentList.map((s) => ({ file: s.file, firstLsn: s.firstLsn, lastLsn: s.lastLsn, bytes: s.bytes, maxTimestamp: s.timestamps?.max }));
+    return readRecords(this.settings.dir, view, from);
+  }
+
+  segments(): SegmentInfo[] {
+    return this.segmentList.map(toSegmentInfo);
+  }
+
+  /** Waits until `lsn` is durable, then writes the snapshot (temp file, fsync, rename, fsync dir). */
+  writeSnapshot(lsn: Lsn, data: Uint8Array): Promise<void> {
+    if (this.closing !== undefined) return Promise.reject(new LogClosedError());
+    if (!Number.isSafeInteger(lsn) || lsn < 1 || lsn >= this.nextLsn) {
+      return Promise.reject(new LogError('EINVALIDARGUMENT', `a snapshot must cover an appended LSN (1..${this.nextLsn - 1}), got ${String(lsn)}`));
+    }
+    return this.exclusively(async () => {
+      await this.commit.waitDurable(lsn);
+      const file = await writeSnapshotFile(this.settings.dir, lsn, data);
+      if (this.newestSnapshotLsn === undefined || lsn > this.newestSnapshotLsn) this.newestSnapshotLsn = lsn;
+      this.settings.logger.info({ snapshot: file, lsn, bytes: data.length }, 'snapshot written');
+    });
+  }
+
+  /** The newest valid snapshot; a half-written or corrupt one is logged and skipped. */
+  loadSnapshot(): Snapshot | undefined {
+    const snapshot = loadNewestValidSnapshot(this.settings.dir, listDataDirectory(this.settings.dir).snapshots, this.settings.logger);
+    return snapshot === undefined ? undefined : { lsn: snapshot.lsn, data: snapshot.data };
+  }
+
+  /** Removes (or archives) the segments retention allows, and the snapshots that can no longer be used. */
+  applyRetention(): Promise<{ removed: string[]; archived: string[] }> {
+    if (this.closing !== undefined) return Promise.reject(new LogClosedError());
+    return this.exclusively(() => this.retain());
+  }
+
+  /** Refuses new appends, waits for those in flight, and closes the files. */
+  close(): Promise<void> {
+    this.closing ??= this.shutDown();
+    return this.closing;
+  }
+
+  private async shutDown(): Promise<void> {
+    await this.commit.close();
+    await this.maintenance.catch(() => undefined);
+    await closeAsync(this.commit.activeSegment.fd);
+  }
+
+  private async roll(firstLsn: Lsn, previous: ActiveSegment): Promise<ActiveSegment> {
+    const fd = await createSegment(this.settings.dir, firstLsn);
+    const state: SegmentState = { file: segmentFileName(firstLsn), firstLsn, lastLsn: firstLsn - 1, bytes: segmentHeaderBytes, timestamps: undefined };
+    this.segmentList.push(state);
+    await closeAsync(previous.fd);
+    this.settings.logger.debug({ segment: state.file, previous: previous.state.file, previousBytes: previous.state.bytes }, 'rolled to a new segment');
+    return { fd, state };
+  }
+
+  private async retain(): Promise<{ removed: string[]; archived: string[] }> {
+    const { dir, archiveDir, logger } = this.settings;
+    const snapshotLsn = this.newestSnapshotLsn;
+    if (snapshotLsn === undefined) return { removed: [], archived: [] };
+    if (this.settings.retentionMs !== undefined) this.learnTimestamps(snapshotLsn);
+    const candidates = this.segmentList.map((s) => ({ bytes: s.bytes, firstLsn: s.firstLsn, lastLsn: s.lastLsn, maxTimestamp: s.timestamps?.max }));
+    const count = countRemovableSegments(candidates, snapshotLsn, this.settings, this.settings.clock());
+    // Forget the segments first, so no read started from now on can reach them.
+    const files = this.segmentList.splice(0, count).map((s) => s.file);
+    const obsoleteSnapshots = listDataDirectory(dir).snapshots.filter((s) => s.lsn < snapshotLsn && s.lsn + 1 < this.firstLsn).map((s) => s.file);
+    const result = await removeOrArchive(dir, archiveDir, [...files, ...obsoleteSnapshots]);
+    if (files.length + obsoleteSnapshots.length > 0) logger.info({ ...result, firstLsn: this.firstLsn, snapshotLsn }, 'retention applied');
+    return result;
+  }
+
+  /** Retention by age needs each candidate segment's newest timestamp: scan the ones not seen yet. */
+  private learnTimestamps(snapshotLsn: Lsn): void {
+    for (const segment of this.segmentList.slice(0, -1)) {
+      if (segment.lastLsn > snapshotLsn) break;
+      if (segment.timestamps !== undefined || segment.lastLsn < segment.firstLsn) continue;
+      const scan = scanSegment(this.settings.dir, segment.file, segment.firstLsn, segment.bytes);
+      if (scan.bad !== undefined) throw new CorruptRecordError(segment.file, scan.bad.lsn, scan.bad.offset, scan.bad.reason);
+      segment.timestamps = scan.timestamps;
+    }
+  }
+
+  /** Snapshot writes and retention run one at a time. */
+  private exclusively<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.maintenance.then(task, task);
+    this.maintenance = run.catch(() => undefined);
+    return run;
+  }
+}
+
+function resolveSettings(options: LogOptions): Settings {
+  const segmentBytesMax = options.segmentBytesMax ?? segmentBytesMaxDefault;
+  if (!Number.isSafeInteger(segmentBytesMax) || segmentBytesMax < segmentBytesMaxMin || segmentBytesMax > segmentBytesMaxMax) {
+    throw new LogError('EINVALIDARGUMENT', `segmentBytesMax must be an integer in ${segmentBytesMaxMin}..${segmentBytesMaxMax}, got ${String(segmentBytesMax)}`);
+  }
+  for (const name of ['retentionBytes', 'retentionMs'] as const) {
+    const value = options[name];
+    if (value !== undefined && !(Number.isSafeInteger(value) && value >= 0)) throw new LogError('EINVALIDARGUMENT', `${name} must be a non-negative integer, got ${String(value)}`);
+  }
+  return {
+    dir: options.dir,
+    segmentBytesMax,
+    archiveDir: options.archiveDir,
+    retentionBytes: options.retentionBytes,
+    retentionMs: options.retentionMs,
+    logger: options.logger ?? silentLogger(),
+    clock: options.clock ?? Date.now,
+    fileSystem: options.fileSystem ?? nodeFileSystem,
+    pipeline: options.pipeline ?? true,
+  };
+}
+
+/** Replay starts at the newest valid snapshot; the log must hold every record after it. */
+function checkSnapshotFits(snapshot: Snapshot | undefined, segments: readonly SegmentState[]): void {
+  const firstLsn = segments[0]!.firstLsn;
+  const lastLsn = segments[segments.length - 1]!.lastLsn;
+  if (snapshot !== undefined && snapshot.lsn > lastLsn) {
+    throw new LogInconsistentError(`the newest valid snapshot covers LSN ${snapshot.lsn} but the log ends at LSN ${lastLsn}: records the snapshot depends on are missing`);
+  }
+  const replayFrom = (snapshot?.lsn ?? 0) + 1;
+  if (replayFrom < firstLsn) {
+    throw new LogInconsistentError(`the log starts at LSN ${firstLsn} but replay must start at LSN ${replayFrom} (${snapshot === undefined ? 'no valid snapshot' : `newest valid snapshot covers LSN ${snapshot.lsn}`}): records are missing`);
+  }
+}
+
+/** A `.snap.tmp` is a snapshot write that a crash interrupted; the previous snapshot still stands. */
+async function removeSnapshotTemporaries(dir: string, files: readonly string[], logger: Logger): Promise<void> {
+  for (const file of files) await unlinkAsync(join(dir, file));
+  if (files.length > 0) {
+    await fsyncDirectory(dir);
+    logger.warn({ files }, 'removed interrupted snapshot writes');
+  }
+}

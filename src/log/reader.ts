@@ -1,0 +1,188 @@
+/**
+ * Offline, read-only access to a data directory, for the inspector and for
+ * point-in-time recovery. Safe on a live directory: it opens files read-only,
+ * never truncates, never writes, and sees the files as they were when opened
+ * (a frame still being written shows up as a torn tail, which is harmless).
+ *
+ * Unlike SegmentedLog.open it does not refuse a damaged log: open succeeds,
+ * reading stops with an error where the damage is, and verify() reports every
+ * problem (bad headers, bad records, LSN gaps, torn tail, invalid snapshots).
+ */
+import * as fs from 'node:fs';
+import { join } from 'node:path';
+import { cursorBad, cursorFrame, isValidFrameAt, SegmentCursor } from './cursor.js';
+import { LogError, NotACairnLogError, SegmentHeaderError } from './errors.js';
+import { checkReadFrom, readRecords, type ReadFrom } from './read.js';
+import type { LogRecord, Lsn } from './record.js';
+import { judgeBadFrame, scanSegment, type TornTail } from './recovery.js';
+import { decodeSegmentHeader, listDataDirectory, readSegmentHeaderSync, segmentHeaderBytes, toSegmentInfo, type SegmentInfo, type SegmentState } from './segment.js';
+import { describeSnapshots, type SnapshotFileInfo } from './snapshot.js';
+
+export interface BadRecord {
+  readonly segment: string;
+  readonly lsn: Lsn;
+  readonly offset: number;
+  readonly reason: string;
+}
+
+export interface VerifyReport {
+  /** No bad record, no bad segment. A torn tail is normal after a crash and does not make a log bad. */
+  readonly ok: boolean;
+  readonly segments: number;
+  readonly records: number;
+  readonly bytes: number;
+  readonly firstLsn: Lsn;
+  readonly lastLsn: Lsn;
+  readonly tornTail: TornTail | undefined;
+  readonly badRecords: BadRecord[];
+  /** Bad headers and LSN gaps between segments. */
+  readonly badSegments: { segment: string; reason: string }[];
+  readonly snapshots: SnapshotFileInfo[];
+}
+
+export interface LogReader {
+  readonly dir: string;
+  /** What recovery would drop from the last segment, as seen when the reader was opened. */
+  readonly tornTail: TornTail | undefined;
+  read(from?: ReadFrom): IterableIterator<LogRecord>;
+  segments(): SegmentInfo[];
+  snapshots(): SnapshotFileInfo[];
+  verify(): VerifyReport;
+}
+
+interface ReaderSegment extends SegmentState {
+  /** Frames are read up to here: the file size, or the start of a torn tail. */
+  readLimit: number;
+  headerError: SegmentHeaderError | undefined;
+}
+
+export function openLogReader(dir: string): LogReader {
+  if (!fs.existsSync(dir)) throw new LogError('ENOENT', `no log directory at ${dir}`);
+  const listing = listDataDirectory(dir);
+  if (listing.segments.length === 0) throw new NotACairnLogError(dir, [...listing.snapshots.map((s) => s.file), ...listing.foreign]);
+  const segments = listing.segments.map(({ file, firstLsn }, index): ReaderSegment => {
+    const { header, fileBytes } = readSegmentHeaderSync(dir, file);
+    const next = listing.segments[index + 1];
+    const lastLsn = next === undefined ? firstLsn - 1 : next.firstLsn - 1;
+    return { file, firstLsn, lastLsn, bytes: fileBytes, timestamps: undefined, readLimit: fileBytes, headerError: headerProblem(header, file, firstLsn) };
+  });
+  const tornTail = inspectLastSegment(dir, segments[segments.length - 1]!);
+  return {
+    dir,
+    tornTail,
+    read: (from: ReadFrom = {}) => readFromReader(dir, segments, from),
+    segments: () => segments.map(toSegmentInfo),
+    snapshots: () => describeSnapshots(dir, listDataDirectory(dir).snapshots),
+    verify: () => verifyLog(dir, segments, tornTail),
+  };
+}
+
+function headerProblem(header: Buffer, file: string, firstLsn: Lsn): SegmentHeaderError | undefined {
+  try {
+    decodeSegmentHeader(header, file, firstLsn);
+    return undefined;
+  } catch (error) {
+    if (error instanceof SegmentHeaderError) return error;
+    throw error;
+  }
+}
+
+/** Finds where the last segment's valid frames end, without repairing anything. */
+function inspectLastSegment(dir: string, segment: ReaderSegment): TornTail | undefined {
+  if (segment.bytes < segmentHeaderBytes) {
+    segment.readLimit = segment.bytes;
+    segment.headerError = undefined;
+    return { segment: segment.file, lsn: segment.firstLsn, bytesDropped: segment.bytes, reason: 'segment creation was interrupted before its header was complete' };
+  }
+  if (segment.headerError !== undefined) return undefined;
+  const scan = scanSegment(dir, segment.file, segment.firstLsn, segment.bytes);
+  segment.lastLsn = scan.lastLsn;
+  segment.timestamps = scan.timestamps;
+  if (scan.bad === undefined || judgeBadFrame(true, scan.bad, scan.badFollowedByValidFrame) === 'corrupt') return undefined;
+  // Read up to the torn tail, like recovery would leave it; a corrupt frame is left in range so read() reports it.
+  segment.readLimit = scan.validBytes;
+  return { segment: segment.file, lsn: scan.bad.lsn, bytesDropped: segment.bytes - scan.validBytes, reason: scan.bad.reason };
+}
+
+function readFromReader(dir: string, segments: readonly ReaderSegment[], from: ReadFrom): IterableIterator<LogRecord> {
+  checkReadFrom(from);
+  const startLsn = from.lsn ?? 0;
+  const damaged = segments.find((s) => s.headerError !== undefined && s.lastLsn >= startLsn);
+  if (damaged?.headerError !== undefined) throw damaged.headerError;
+  const view = segments.map((s) => ({ file: s.file, firstLsn: s.firstLsn, lastLsn: s.lastLsn, bytes: s.readLimit, maxTimestamp: s.timestamps?.max }));
+  return readRecords(dir, view, from);
+}
+
+function verifyLog(dir: string, segments: readonly ReaderSegment[], tornTail: TornTail | undefined): VerifyReport {
+  const badRecords: BadRecord[] = [];
+  const badSegments: { segment: string; reason: string }[] = [];
+  let records = 0;
+  let bytes = 0;
+  let lastLsn = segments[0]!.firstLsn - 1;
+  for (let i = 0; i < segments.length; i++) {
+    const segment = segments[i]!;
+    bytes += segment.bytes;
+    if (segment.headerError !== undefined) {
+      badSegments.push({ segment: segment.file, reason: segment.headerError.message });
+      lastLsn = segment.lastLsn;
+      continue;
+    }
+    if (i > 0 && segment.firstLsn !== lastLsn + 1) {
+      badSegments.push({ segment: segment.file, reason: `starts at LSN ${segment.firstLsn} but the previous segment ends at LSN ${lastLsn}` });
+    }
+    const isLast = i === segments.length - 1;
+    const limit = isLast ? segment.readLimit : segment.bytes;
+    const result = verifySegment(dir, segment, limit, isLast, badRecords);
+    records += result.records;
+    lastLsn = result.lastLsn;
+  }
+  const snapshots = describeSnapshots(dir, listDataDirectory(dir).snapshots);
+  const ok = badRecords.length === 0 && badSegments.length === 0;
+  return { ok, segments: segments.length, records, bytes, firstLsn: segments[0]!.firstLsn, lastLsn, tornTail, badRecords, badSegments, snapshots };
+}
+
+/**
+ * Checks every frame of one segment. After a bad frame whose length leads to
+ * a valid next frame it carries on from there (so one flipped bit shows as one
+ * bad record); otherwise the rest of the segment is unreadable and reported so.
+ */
+function verifySegment(dir: string, segment: ReaderSegment, limit: number, isLast: boolean, badRecords: BadRecord[]): { records: number; lastLsn: Lsn } {
+  const fd = fs.openSync(join(dir, segment.file), 'r');
+  try {
+    let cursor = new SegmentCursor(fd, segmentHeaderBytes, limit, segment.firstLsn);
+    let records = 0;
+    let lastLsn = segment.firstLsn - 1;
+    for (;;) {
+      const status = cursor.next();
+      if (status === cursorFrame) {
+        records += 1;
+        lastLsn = cursor.lsn;
+        noteTimestamp(segment, cursor.timestamp, records === 1);
+        continue;
+      }
+      if (status !== cursorBad) break;
+      const bad = cursor.bad!;
+      const resumeAt = bad.length === undefined ? -1 : bad.offset + bad.length;
+      const followed = resumeAt > 0 && isValidFrameAt(fd, resumeAt, limit, bad.lsn + 1);
+      if (isLast && judgeBadFrame(true, bad, followed) === 'torn-tail') break;
+      const rest = followed ? '' : `; the remaining ${limit - bad.offset} bytes of the segment cannot be read`;
+      badRecords.push({ segment: segment.file, lsn: bad.lsn, offset: bad.offset, reason: bad.reason + rest });
+      if (!followed) break;
+      lastLsn = bad.lsn;
+      cursor = new SegmentCursor(fd, resumeAt, limit, bad.lsn + 1);
+    }
+    segment.lastLsn = lastLsn;
+    return { records, lastLsn };
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function noteTimestamp(segment: ReaderSegment, timestamp: number, first: boolean): void {
+  if (first || segment.timestamps === undefined) {
+    segment.timestamps = { first: timestamp, last: timestamp, max: timestamp };
+    return;
+  }
+  segment.timestamps.last = timestamp;
+  if (timestamp > segment.timestamps.max) segment.timestamps.max = timestamp;
+}

@@ -1,0 +1,174 @@
+/**
+ * The record frame: the only module that knows how a record is laid out on
+ * disk. Everything else calls these functions.
+ *
+ * Frame, format version 1 (all integers little-endian):
+ *
+ *   offset  bytes  field
+ *   ------  -----  -----------------------------------------------------------
+ *        0      8  checksum   xxhash64 (seed 0) of bytes [8, length): every
+ *                             byte of the frame after this field
+ *        8      4  length     u32, the whole frame in bytes (29 + body bytes)
+ *       12      8  lsn        u64, < 2^53; consecutive across the log
+ *       20      8  timestamp  f64, wall-clock epoch milliseconds
+ *       28      1  kind       u8, 1..255 (0 is never written, so zeroed disk
+ *                             space cannot pass for a record)
+ *       29      n  body       MessagePack (@msgpack/msgpack), n >= 1
+ *
+ *   +----------+--------+----------+-----------+------+------------------+
+ *   | checksum | length |   lsn    | timestamp | kind |  body (msgpack)  |
+ *   |   u64    |  u32   |   u64    |    f64    |  u8  |    n bytes       |
+ *   +----------+--------+----------+-----------+------+------------------+
+ *
+ * The checksum covers the length, so a torn or flipped length is caught like
+ * any other damage; it sits first so that the bytes it covers are one range.
+ * A zero-filled region (what a crash can leave after a file was extended)
+ * fails the length check immediately.
+ *
+ * The checksum is computed when a frame is encoded, verified again just before
+ * the batch is written (a cheap guard against a buffer overwritten in memory)
+ * and verified just after every read.
+ */
+import { Decoder, Encoder } from '@msgpack/msgpack';
+import { assert } from '../assert.js';
+import { checksum64 } from './checksum.js';
+import { InvalidRecordError } from './errors.js';
+
+export type Lsn = number;
+
+export interface AppendRecord {
+  readonly kind: number;
+  readonly timestamp: number;
+  readonly body: unknown;
+}
+
+export interface LogRecord {
+  readonly lsn: Lsn;
+  readonly timestamp: number;
+  readonly kind: number;
+  readonly body: unknown;
+  /** Framed bytes on disk, header included. */
+  readonly size: number;
+}
+
+export const frameHeaderBytes = 29;
+/** A MessagePack value is at least one byte. */
+export const frameBytesMin = frameHeaderBytes + 1;
+/** The largest frame the log writes or accepts when reading: a limit, so a corrupt length cannot make a reader allocate gigabytes. */
+export const frameBytesMax = 32 * 1024 * 1024;
+export const kindMin = 1;
+export const kindMax = 255;
+
+const offsetLength = 8;
+const offsetLsn = 12;
+const offsetTimestamp = 20;
+const offsetKind = 28;
+const twoTo32 = 2 ** 32;
+
+// One encoder and one decoder for the process: construction is the expensive
+// part, and encode/decode are synchronous, so sharing them is safe.
+const encoder = new Encoder();
+const decoder = new Decoder();
+
+/** Rejects what the frame cannot carry. The body is checked by encoding it. */
+export function checkAppendRecord(record: AppendRecord): void {
+  const { kind, timestamp } = record;
+  if (!Number.isInteger(kind) || kind < kindMin || kind > kindMax) {
+    throw new InvalidRecordError(`record kind must be an integer in ${kindMin}..${kindMax}, got ${String(kind)}`);
+  }
+  if (typeof timestamp !== 'number' || !Number.isFinite(timestamp)) {
+    throw new InvalidRecordError(`record timestamp must be a finite number of epoch milliseconds, got ${String(timestamp)}`);
+  }
+}
+
+/**
+ * MessagePack of `body` as a view of the shared encoder's buffer: valid only
+ * until the next call, so the caller copies it into its batch at once.
+ */
+export function encodeBody(body: unknown): Uint8Array {
+  let bytes: Uint8Array;
+  try {
+    bytes = encoder.encodeSharedRef(body);
+  } catch (error) {
+    throw new InvalidRecordError(`record body cannot be encoded as MessagePack: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
+  if (frameHeaderBytes + bytes.length > frameBytesMax) {
+    throw new InvalidRecordError(`record body is ${bytes.length} bytes; a frame holds at most ${frameBytesMax - frameHeaderBytes}`);
+  }
+  return bytes;
+}
+
+/** Writes one frame at `offset` (the caller made room) and returns its length. */
+export function writeFrame(target: Buffer, offset: number, lsn: Lsn, timestamp: number, kind: number, body: Uint8Array): number {
+  const length = frameHeaderBytes + body.length;
+  // Messages are constant strings: this runs per record, and a template would be built on every call.
+  assert(Number.isSafeInteger(lsn) && lsn >= 1, 'frame LSN out of range');
+  assert(offset + length <= target.length, 'frame does not fit its batch buffer');
+  target.writeUInt32LE(length, offset + offsetLength);
+  target.writeUInt32LE(lsn % twoTo32, offset + offsetLsn);
+  target.writeUInt32LE(Math.floor(lsn / twoTo32), offset + offsetLsn + 4);
+  target.writeDoubleLE(timestamp, offset + offsetTimestamp);
+  target[offset + offsetKind] = kind;
+  target.set(body, offset + frameHeaderBytes);
+  target.writeBigUInt64LE(checksum64(target.subarray(offset + offsetLength, offset + length)), offset);
+  return length;
+}
+
+/** Encodes one frame into a fresh buffer (tests, tools). */
+export function encodeFrame(lsn: Lsn, record: AppendRecord): Buffer {
+  checkAppendRecord(record);
+  const body = encodeBody(record.body);
+  const frame = Buffer.alloc(frameHeaderBytes + body.length);
+  writeFrame(frame, 0, lsn, record.timestamp, record.kind, body);
+  return frame;
+}
+
+export function frameLength(source: Buffer, offset: number): number {
+  return source.readUInt32LE(offset + offsetLength);
+}
+
+export function isPlausibleFrameLength(length: number): boolean {
+  return length >= frameBytesMin && length <= frameBytesMax;
+}
+
+/** True when the stored checksum matches the bytes; `length` must already be plausible and in bounds. */
+export function frameChecksumMatches(source: Buffer, offset: number, length: number): boolean {
+  return source.readBigUInt64LE(offset) === checksum64(source.subarray(offset + offsetLength, offset + length));
+}
+
+export function frameLsn(source: Buffer, offset: number): Lsn {
+  return source.readUInt32LE(offset + offsetLsn + 4) * twoTo32 + source.readUInt32LE(offset + offsetLsn);
+}
+
+export function frameTimestamp(source: Buffer, offset: number): number {
+  return source.readDoubleLE(offset + offsetTimestamp);
+}
+
+export function frameKind(source: Buffer, offset: number): number {
+  return source[offset + offsetKind] ?? 0;
+}
+
+/**
+ * Decodes the body of a verified frame. The bytes are copied first because
+ * the decoder returns binary values as views of its input: without the copy a
+ * payload would pin (and later see the overwrite of) the whole read chunk.
+ */
+export function decodeFrameBody(source: Buffer, offset: number, length: number): unknown {
+  const body = new Uint8Array(length - frameHeaderBytes);
+  body.set(source.subarray(offset + frameHeaderBytes, offset + length));
+  return decoder.decode(body);
+}
+
+/** Re-verifies every frame of an encoded batch just before it goes to disk. */
+export function assertFramesIntact(batch: Buffer, end: number, firstLsn: Lsn): void {
+  let offset = 0;
+  let lsn = firstLsn;
+  while (offset < end) {
+    const length = frameLength(batch, offset);
+    assert(isPlausibleFrameLength(length) && offset + length <= end, 'a batch frame has a bad length');
+    assert(frameChecksumMatches(batch, offset, length), 'a batch frame changed after it was encoded');
+    assert(frameLsn(batch, offset) === lsn, 'a batch frame holds an LSN other than the one assigned');
+    offset += length;
+    lsn += 1;
+  }
+}

@@ -1,0 +1,99 @@
+/**
+ * Retention: which old segments may go, and making them go durably.
+ *
+ * A segment may be removed only when BOTH hold:
+ *   1. it is wholly covered by the newest snapshot (lastLsn <= snapshot LSN),
+ *      so start-up never needs it, and
+ *   2. it is outside the point-in-time window. The window is the union of the
+ *      configured limits: the newest `retentionBytes` bytes of segments, and
+ *      every segment holding a record younger than `retentionMs`. With neither
+ *      configured, the window is the whole log and nothing is removed.
+ * The last (active) segment is never removed, and only a prefix of the log
+ * goes: a hole in the LSN chain would read as corruption.
+ */
+import * as fs from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { isErrnoCode, LogError } from './errors.js';
+import type { Lsn } from './record.js';
+import { fsyncDirectory } from './segment.js';
+
+export interface RetentionPolicy {
+  readonly retentionBytes: number | undefined;
+  readonly retentionMs: number | undefined;
+}
+
+export interface RetentionCandidate {
+  readonly bytes: number;
+  readonly firstLsn: Lsn;
+  readonly lastLsn: Lsn;
+  /** Largest record timestamp; undefined for a segment without records. */
+  readonly maxTimestamp: number | undefined;
+}
+
+/** How many segments, counted from the oldest, may be removed. Pure. */
+export function countRemovableSegments(segments: readonly RetentionCandidate[], snapshotLsn: Lsn | undefined, policy: RetentionPolicy, now: number): number {
+  if (snapshotLsn === undefined) return 0;
+  if (policy.retentionBytes === undefined && policy.retentionMs === undefined) return 0;
+  const newerBytes = new Array<number>(segments.length).fill(0);
+  for (let i = segments.length - 2; i >= 0; i--) newerBytes[i] = newerBytes[i + 1]! + segments[i + 1]!.bytes;
+  let removable = 0;
+  for (let i = 0; i < segments.length - 1; i++) {
+    const segment = segments[i]!;
+    if (segment.lastLsn > snapshotLsn) break;
+    const insideBytesWindow = policy.retentionBytes !== undefined && newerBytes[i]! < policy.retentionBytes;
+    const insideTimeWindow = policy.retentionMs !== undefined && segment.maxTimestamp !== undefined && segment.maxTimestamp >= now - policy.retentionMs;
+    if (insideBytesWindow || insideTimeWindow) break;
+    removable = i + 1;
+  }
+  return removable;
+}
+
+const renameAsync = promisify(fs.rename);
+const unlinkAsync = promisify(fs.unlink);
+const copyFileAsync = promisify(fs.copyFile);
+const openAsync = promisify(fs.open);
+const fsyncAsync = promisify(fs.fsync);
+const closeAsync = promisify(fs.close);
+
+/**
+ * Deletes `files` from `dir`, or moves them to `archiveDir` when given, then
+ * fsyncs the directories so the removal (and the archive copy) survive a crash.
+ * An archive never overwrites a file of the same name: it may belong to another log.
+ */
+export async function removeOrArchive(dir: string, archiveDir: string | undefined, files: readonly string[]): Promise<{ removed: string[]; archived: string[] }> {
+  const removed: string[] = [];
+  const archived: string[] = [];
+  for (const file of files) {
+    if (archiveDir === undefined) {
+      await unlinkAsync(join(dir, file));
+      removed.push(file);
+    } else {
+      await moveToArchive(dir, archiveDir, file);
+      archived.push(file);
+    }
+  }
+  if (archiveDir !== undefined && archived.length > 0) await fsyncDirectory(archiveDir);
+  if (files.length > 0) await fsyncDirectory(dir);
+  return { removed, archived };
+}
+
+async function moveToArchive(dir: string, archiveDir: string, file: string): Promise<void> {
+  const target = join(archiveDir, file);
+  if (fs.existsSync(target)) throw new LogError('EARCHIVEEXISTS', `cannot archive ${file}: ${target} already exists`);
+  try {
+    await renameAsync(join(dir, file), target);
+  } catch (error) {
+    if (!isErrnoCode(error, 'EXDEV')) throw error;
+    // Another file system: copy, make the copy durable, only then delete the original.
+    await copyFileAsync(join(dir, file), target, fs.constants.COPYFILE_EXCL);
+    const fd = await openAsync(target, 'r');
+    try {
+      await fsyncAsync(fd);
+    } finally {
+      await closeAsync(fd);
+    }
+    await fsyncDirectory(archiveDir);
+    await unlinkAsync(join(dir, file));
+  }
+}

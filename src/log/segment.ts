@@ -1,0 +1,195 @@
+/**
+ * Segment files: names, headers and the directory listing.
+ *
+ * A segment is named by the LSN of its first record, zero-padded to 20 digits
+ * as Kafka does (`00000000000000000001.seg`), so names sort in LSN order. It
+ * starts with a fixed header, followed by frames (see record.ts).
+ *
+ * Segment header, format version 1 (little-endian):
+ *
+ *   offset  bytes  field
+ *        0      8  magic      ASCII "CAIRNSEG"
+ *        8      2  version    u16 = 1
+ *       10      6  reserved   zero
+ *       16      8  firstLsn   u64, equal to the LSN in the file name
+ *       24      8  checksum   xxhash64 of bytes [0, 24)
+ *
+ * Invariant: a segment's header is written and fsynced, and the directory
+ * fsynced, before any record goes into it, so a header shorter than 32 bytes
+ * can only be a segment whose creation was interrupted (see recovery.ts).
+ */
+import * as fs from 'node:fs';
+import { promisify } from 'node:util';
+import { join } from 'node:path';
+import { checksum64 } from './checksum.js';
+import { SegmentHeaderError } from './errors.js';
+import type { Lsn } from './record.js';
+
+export const segmentHeaderBytes = 32;
+export const segmentFormatVersion = 1;
+const segmentMagic = Buffer.from('CAIRNSEG', 'ascii');
+
+export interface SegmentInfo {
+  readonly file: string;
+  readonly firstLsn: Lsn;
+  /** firstLsn - 1 for a segment that holds no record yet. */
+  readonly lastLsn: Lsn;
+  readonly bytes: number;
+  readonly firstTimestamp?: number;
+  readonly lastTimestamp?: number;
+}
+
+/**
+ * What the log tracks per segment. Timestamps are known for the segments that
+ * were scanned (recovery scans from the newest snapshot on) or written in this
+ * process; older ones are scanned on demand (retention by age, read by time).
+ */
+export interface SegmentState {
+  readonly file: string;
+  readonly firstLsn: Lsn;
+  lastLsn: Lsn;
+  bytes: number;
+  timestamps: SegmentTimestamps | undefined;
+}
+
+export interface SegmentTimestamps {
+  first: number;
+  last: number;
+  /** Wall clocks can step back: time-based decisions use the largest, not the last. */
+  max: number;
+}
+
+const lsnDigits = 20;
+const segmentNamePattern = /^(\d{20})\.seg$/;
+
+export function segmentFileName(firstLsn: Lsn): string {
+  return `${String(firstLsn).padStart(lsnDigits, '0')}.seg`;
+}
+
+export function lsnFileStem(lsn: Lsn): string {
+  return String(lsn).padStart(lsnDigits, '0');
+}
+
+/** The first LSN a segment file name stands for, or undefined when it is not a segment name. */
+export function parseSegmentFileName(name: string): Lsn | undefined {
+  const match = segmentNamePattern.exec(name);
+  if (match === null) return undefined;
+  const lsn = Number(match[1]);
+  return Number.isSafeInteger(lsn) && lsn >= 1 ? lsn : undefined;
+}
+
+export function encodeSegmentHeader(firstLsn: Lsn): Buffer {
+  const header = Buffer.alloc(segmentHeaderBytes);
+  segmentMagic.copy(header, 0);
+  header.writeUInt16LE(segmentFormatVersion, 8);
+  header.writeBigUInt64LE(BigInt(firstLsn), 16);
+  header.writeBigUInt64LE(checksum64(header.subarray(0, 24)), 24);
+  return header;
+}
+
+/** Checks a full header against the file name; one decoder per format version. */
+export function decodeSegmentHeader(header: Buffer, file: string, expectedFirstLsn: Lsn): void {
+  if (header.length < segmentHeaderBytes) throw new SegmentHeaderError(file, `only ${header.length} of ${segmentHeaderBytes} header bytes`);
+  if (!header.subarray(0, 8).equals(segmentMagic)) throw new SegmentHeaderError(file, 'wrong magic: not a Cairn segment');
+  if (header.readBigUInt64LE(24) !== checksum64(header.subarray(0, 24))) throw new SegmentHeaderError(file, 'header checksum mismatch');
+  const version = header.readUInt16LE(8);
+  switch (version) {
+    case 1: {
+      const firstLsn = Number(header.readBigUInt64LE(16));
+      if (firstLsn !== expectedFirstLsn) throw new SegmentHeaderError(file, `header says first LSN ${firstLsn}, the file name says ${expectedFirstLsn}`);
+      return;
+    }
+    default:
+      throw new SegmentHeaderError(file, `unsupported format version ${version} (this build reads version ${segmentFormatVersion})`);
+  }
+}
+
+/** Reads the first header bytes of a segment; returns the file size too. */
+export function readSegmentHeaderSync(dir: string, file: string): { header: Buffer; fileBytes: number } {
+  const fd = fs.openSync(join(dir, file), 'r');
+  try {
+    const fileBytes = fs.fstatSync(fd).size;
+    const header = Buffer.alloc(Math.min(segmentHeaderBytes, fileBytes));
+    if (header.length > 0) fs.readSync(fd, header, 0, header.length, 0);
+    return { header, fileBytes };
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+export interface DirectoryListing {
+  /** Sorted by first LSN. */
+  readonly segments: { file: string; firstLsn: Lsn }[];
+  readonly snapshots: { file: string; lsn: Lsn }[];
+  readonly snapshotTemporaries: string[];
+  /** Anything else: never touched, only reported. */
+  readonly foreign: string[];
+}
+
+const snapshotNamePattern = /^(\d{20})\.snap$/;
+const snapshotTemporaryPattern = /^(\d{20})\.snap\.tmp$/;
+// Present at the root of many ext* file systems; not a sign of a foreign directory.
+const ignoredEntries = new Set(['lost+found']);
+
+export function listDataDirectory(dir: string): DirectoryListing {
+  const listing: DirectoryListing = { segments: [], snapshots: [], snapshotTemporaries: [], foreign: [] };
+  for (const name of fs.readdirSync(dir).sort()) {
+    const segmentLsn = parseSegmentFileName(name);
+    const snapshot = snapshotNamePattern.exec(name);
+    if (segmentLsn !== undefined) listing.segments.push({ file: name, firstLsn: segmentLsn });
+    else if (snapshot !== null) listing.snapshots.push({ file: name, lsn: Number(snapshot[1]) });
+    else if (snapshotTemporaryPattern.test(name)) listing.snapshotTemporaries.push(name);
+    else if (!ignoredEntries.has(name)) listing.foreign.push(name);
+  }
+  listing.segments.sort((a, b) => a.firstLsn - b.firstLsn);
+  listing.snapshots.sort((a, b) => a.lsn - b.lsn);
+  return listing;
+}
+
+const openAsync = promisify(fs.open);
+const writeAsync = promisify(fs.write);
+const fsyncAsync = promisify(fs.fsync);
+const closeAsync = promisify(fs.close);
+
+/** fsync a directory so that a created, renamed or deleted entry survives a crash. */
+export async function fsyncDirectory(dir: string): Promise<void> {
+  const fd = await openAsync(dir, 'r');
+  try {
+    await fsyncAsync(fd);
+  } finally {
+    await closeAsync(fd);
+  }
+}
+
+/**
+ * Creates a segment (or rewrites the header of one whose creation was torn),
+ * makes the header and the directory entry durable, and returns a read-write
+ * descriptor positioned by the caller (writes are positional).
+ */
+export async function createSegment(dir: string, firstLsn: Lsn, options: { replaceTorn?: boolean } = {}): Promise<number> {
+  const fd = await openAsync(join(dir, segmentFileName(firstLsn)), options.replaceTorn === true ? 'w+' : 'wx+');
+  try {
+    const header = encodeSegmentHeader(firstLsn);
+    await writeAsync(fd, header, 0, header.length, 0);
+    await fsyncAsync(fd);
+    await fsyncDirectory(dir);
+    return fd;
+  } catch (error) {
+    await closeAsync(fd);
+    throw error;
+  }
+}
+
+export function toSegmentInfo(segment: SegmentState): SegmentInfo {
+  const info: { -readonly [K in keyof SegmentInfo]: SegmentInfo[K] } = {
+    file: segment.file,
+    firstLsn: segment.firstLsn,
+    lastLsn: segment.lastLsn,
+    bytes: segment.bytes,
+  };
+  if (segment.timestamps !== undefined) {
+    info.firstTimestamp = segment.timestamps.first;
+    info.lastTimestamp = segment.timestamps.last;
+  }
+  return info;
+}
