@@ -1,0 +1,332 @@
+/**
+ * The MQTT front end against the real broker core, driven by MQTT.js (a real,
+ * unmodified client) over TCP, plus one raw-socket test for what MQTT.js will
+ * not do on purpose (resend a QoS 2 PUBLISH with DUP before PUBREL).
+ *
+ * The broker runs on an in-memory log that MessagePack-encodes bodies as the
+ * segmented log does (the segmented log is not wired to the broker yet), and
+ * that a test can make fail to check that nothing is acknowledged then.
+ *
+ * Covered: the article's retained home/+/temp example with its exact output,
+ * QoS 0/1/2 in both directions, persistent sessions (offline queue,
+ * session_present), clean sessions discarding state, takeover, wills on an
+ * abnormal close and not after DISCONNECT, CONNACK 4 and 5, the QoS 2 DUP
+ * resend, and a failed log closing the connection without PUBACK.
+ */
+import { connect as netConnect, type Socket } from 'node:net';
+import { decode, encode } from '@msgpack/msgpack';
+import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
+import { generate, parser as createParser, type IConnackPacket, type IPublishPacket, type Packet } from 'mqtt-packet';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { hashPassword, parseUsersFile, type Users } from '../../src/auth/users.js';
+import { Broker, type BrokerLog } from '../../src/core/broker.js';
+import type { CoreAppendRecord } from '../../src/core/record-log.js';
+import { silentLogger } from '../../src/logger.js';
+import type { BrokerRecord } from '../../src/projections/records.js';
+import { startMqttServer, type MqttServer } from '../../src/protocols/mqtt/server.js';
+
+class EncodingMemoryLog implements BrokerLog {
+  readonly encoded: Array<{ lsn: number; kind: number; timestamp: number; body: Uint8Array }> = [];
+  failed: Error | undefined = undefined;
+  get nextLsn(): number {
+    return this.encoded.length + 1;
+  }
+  append(records: readonly CoreAppendRecord[]): Promise<number[]> {
+    if (this.failed !== undefined) return Promise.reject(this.failed);
+    const lsns = records.map((record) => {
+      const lsn = this.nextLsn;
+      this.encoded.push({ lsn, kind: record.kind, timestamp: record.timestamp, body: encode(record.body) });
+      return lsn;
+    });
+    // Durable one macrotask later, as an fsync would be, so acks really wait.
+    return new Promise((resolve) => setImmediate(() => resolve(lsns)));
+  }
+  *read(from: { lsn?: number } = {}): IterableIterator<BrokerRecord> {
+    for (const record of this.encoded.slice(Math.max(0, (from.lsn ?? 1) - 1))) yield { ...record, body: decode(record.body) };
+  }
+}
+
+let log: EncodingMemoryLog;
+let broker: Broker;
+let server: MqttServer;
+const clients: MqttClient[] = [];
+const sockets: Socket[] = [];
+
+async function startServer(users?: Users): Promise<void> {
+  await server?.close();
+  server = await startMqttServer({ core: broker.mqtt, host: '127.0.0.1', port: 0, logger: silentLogger(), ...(users ? { users } : {}) });
+}
+
+beforeEach(async () => {
+  log = new EncodingMemoryLog();
+  broker = Broker.open({ log, logger: silentLogger() });
+  server = await startMqttServer({ core: broker.mqtt, host: '127.0.0.1', port: 0, logger: silentLogger() });
+});
+
+afterEach(async () => {
+  for (const client of clients.splice(0)) client.end(true);
+  for (const socket of sockets.splice(0)) socket.destroy();
+  await server.close();
+});
+
+/** Connect with MQTT.js; resolves with the client and its CONNACK, rejects with the refusal. */
+function open(clientId: string, options: IClientOptions = {}): Promise<{ client: MqttClient; connack: IConnackPacket }> {
+  const client = mqtt.connect(`mqtt://127.0.0.1:${server.port}`, { clientId, protocolVersion: 4, reconnectPeriod: 0, connectTimeout: 5_000, ...options });
+  clients.push(client);
+  return new Promise((resolve, reject) => {
+    client.once('connect', (connack) => resolve({ client, connack }));
+    client.once('error', reject);
+  });
+}
+
+/** Collect "topic payload" lines (the mosquitto_sub -v format) and the packets. */
+function collect(client: MqttClient): { lines: string[]; packets: IPublishPacket[] } {
+  const lines: string[] = [];
+  const packets: IPublishPacket[] = [];
+  client.on('message', (topic, payload, packet) => {
+    lines.push(`${topic} ${payload.toString()}`);
+    packets.push(packet);
+  });
+  return { lines, packets };
+}
+
+async function until(condition: () => boolean, timeoutMs = 2_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+const settle = (ms = 100): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** mosquitto_pub: connect, publish, wait for the ack, disconnect. */
+async function publishOnce(topic: string, message: string, options: { qos: 0 | 1 | 2; retain?: boolean }): Promise<void> {
+  const { client } = await open(`pub-${Math.random().toString(36).slice(2)}`);
+  await client.publishAsync(topic, message, { qos: options.qos, retain: options.retain ?? false });
+  await client.endAsync();
+}
+
+describe('the article, over MQTT.js', () => {
+  it('delivers retained values on subscribe, then live ones: home/+/temp', async () => {
+    await publishOnce('home/livingroom/temp', '22.4', { qos: 1, retain: true });
+    await publishOnce('home/kitchen/temp', '24.1', { qos: 1, retain: true });
+    const { client: sub } = await open('sub');
+    const { lines, packets } = collect(sub);
+    await sub.subscribeAsync('home/+/temp', { qos: 1 });
+    await publishOnce('home/bedroom/temp', '19.8', { qos: 1 });
+    await publishOnce('home/bedroom/humidity', '55', { qos: 1 });
+    await until(() => lines.length >= 3);
+    await settle();
+    expect(lines).toEqual(['home/livingroom/temp 22.4', 'home/kitchen/temp 24.1', 'home/bedroom/temp 19.8']);
+    // Retained on subscription, not retained when delivered live [MQTT-3.3.1-8] [MQTT-3.3.1-9].
+    expect(packets.map((packet) => packet.retain)).toEqual([true, true, false]);
+  });
+
+  it('runs QoS 0, 1 and 2 in both directions, downgrading to the subscription QoS', async () => {
+    const { client: billing } = await open('billing');
+    const { client: audit } = await open('audit');
+    const billed = collect(billing);
+    const audited = collect(audit);
+    expect(await billing.subscribeAsync('meter/+/kwh', { qos: 2 })).toEqual([{ topic: 'meter/+/kwh', qos: 2 }]);
+    await audit.subscribeAsync('meter/#', { qos: 1 });
+    const { client: meter } = await open('meter-42');
+    await meter.publishAsync('meter/42/kwh', '1532.5', { qos: 0 });
+    await meter.publishAsync('meter/42/kwh', '1532.6', { qos: 1 });
+    await meter.publishAsync('meter/42/kwh', '1532.7', { qos: 2 });
+    await until(() => billed.lines.length === 3 && audited.lines.length === 3);
+    expect(billed.lines).toEqual(['meter/42/kwh 1532.5', 'meter/42/kwh 1532.6', 'meter/42/kwh 1532.7']);
+    expect(billed.packets.map((packet) => packet.qos)).toEqual([0, 1, 2]);
+    expect(audited.packets.map((packet) => packet.qos)).toEqual([0, 1, 1]);
+    await settle();
+    // Every outbound QoS 1/2 flow was finished by the subscribers' PUBACK / PUBREC+PUBCOMP.
+    for (const id of ['billing', 'audit']) expect(broker.sessions.get(id)?.state.pending.size).toBe(0);
+  });
+});
+
+describe('sessions', () => {
+  it('keeps a persistent session across a disconnect: offline queue in order, session_present', async () => {
+    const first = await open('cold-room-worker', { clean: false });
+    expect(first.connack.sessionPresent).toBe(false);
+    expect(await first.client.subscribeAsync('plant/+/alarm', { qos: 1 })).toEqual([{ topic: 'plant/+/alarm', qos: 1 }]);
+    await first.client.endAsync();
+
+    await publishOnce('plant/room1/alarm', '{"seq": 1, "temp_c": -12.5}', { qos: 1 });
+    await publishOnce('plant/room2/alarm', '{"seq": 2, "temp_c": -3.1}', { qos: 1 });
+    await publishOnce('plant/room1/alarm', '{"seq": 3, "temp_c": 4.8}', { qos: 1 });
+
+    const client = mqtt.connect(`mqtt://127.0.0.1:${server.port}`, { clientId: 'cold-room-worker', clean: false, protocolVersion: 4, reconnectPeriod: 0 });
+    clients.push(client);
+    const { lines, packets } = collect(client);
+    const connack = await new Promise<IConnackPacket>((resolve) => client.once('connect', resolve));
+    expect(connack.sessionPresent).toBe(true);
+    await until(() => lines.length === 3);
+    expect(lines).toEqual([
+      'plant/room1/alarm {"seq": 1, "temp_c": -12.5}',
+      'plant/room2/alarm {"seq": 2, "temp_c": -3.1}',
+      'plant/room1/alarm {"seq": 3, "temp_c": 4.8}',
+    ]);
+    expect(packets.map((packet) => [packet.qos, packet.dup])).toEqual([[1, false], [1, false], [1, false]]);
+    await until(() => broker.sessions.get('cold-room-worker')?.state.pending.size === 0);
+  });
+
+  it('discards a stored session on clean_session=1 [MQTT-3.1.2-6]', async () => {
+    const first = await open('temp', { clean: false });
+    await first.client.subscribeAsync('news/#', { qos: 1 });
+    await first.client.endAsync();
+
+    const clean = await open('temp', { clean: true });
+    expect(clean.connack.sessionPresent).toBe(false);
+    const { lines } = collect(clean.client);
+    await publishOnce('news/today', 'nobody listens', { qos: 1 });
+    await settle();
+    expect(lines).toEqual([]);
+    await clean.client.endAsync();
+
+    const again = await open('temp', { clean: false });
+    expect(again.connack.sessionPresent).toBe(false);
+  });
+
+  it('lets a second CONNECT with the same client id take over, without the old will [MQTT-3.1.4-2]', async () => {
+    const { client: watcher } = await open('watcher');
+    const watched = collect(watcher);
+    await watcher.subscribeAsync('status/#', { qos: 0 });
+    const old = await open('same-id', { will: { topic: 'status/same-id', payload: Buffer.from('lost'), qos: 0, retain: false } });
+    const oldClosed = new Promise<void>((resolve) => old.client.once('close', () => resolve()));
+    const fresh = await open('same-id');
+    await oldClosed;
+    const { lines } = collect(fresh.client);
+    await fresh.client.subscribeAsync('after/takeover', { qos: 1 });
+    await publishOnce('after/takeover', 'hello', { qos: 1 });
+    await until(() => lines.length === 1);
+    expect(lines).toEqual(['after/takeover hello']);
+    expect(watched.lines).toEqual([]);
+  });
+});
+
+describe('wills', () => {
+  it('publishes the will on an abnormal close, and not after DISCONNECT', async () => {
+    const { client: watcher } = await open('watcher');
+    const { lines, packets } = collect(watcher);
+    await watcher.subscribeAsync('devices/+/status', { qos: 1 });
+    const will = (id: string) => ({ topic: `devices/${id}/status`, payload: Buffer.from('offline'), qos: 1 as const, retain: true });
+
+    const polite = await open('polite', { will: will('polite') });
+    await polite.client.endAsync();
+    const rude = await open('rude', { will: will('rude') });
+    rude.client.stream.destroy();
+    await until(() => lines.length === 1);
+    await settle();
+    expect(lines).toEqual(['devices/rude/status offline']);
+    expect(packets[0]?.qos).toBe(1);
+
+    // The will was retained: a later subscriber sees it.
+    const { client: late } = await open('late');
+    const lateLines = collect(late).lines;
+    await late.subscribeAsync('devices/#', { qos: 0 });
+    await until(() => lateLines.length === 1);
+    expect(lateLines).toEqual(['devices/rude/status offline']);
+  });
+});
+
+describe('authentication', () => {
+  it('answers a wrong password with CONNACK 4 and a user without MQTT permission with CONNACK 5', async () => {
+    const hash = await hashPassword('s3cret');
+    await startServer(parseUsersFile(JSON.stringify({ users: [{ username: 'probe', password: hash }, { username: 'web', password: hash, mqtt: false }] }), 'test'));
+    const good = await open('probe-1', { username: 'probe', password: 's3cret' });
+    expect(good.connack.returnCode).toBe(0);
+    await expect(open('probe-2', { username: 'probe', password: 'wrong' })).rejects.toMatchObject({ code: 4 });
+    await expect(open('probe-3', { username: 'web', password: 's3cret' })).rejects.toMatchObject({ code: 5 });
+    await expect(open('probe-4')).rejects.toMatchObject({ code: 5 });
+  });
+});
+
+// ───────────────────── raw socket: what MQTT.js will not send ─────────────────────
+
+class RawClient {
+  private readonly received: Packet[] = [];
+  readonly closed: Promise<void>;
+
+  constructor(readonly socket: Socket) {
+    const parser = createParser({ protocolVersion: 4 });
+    parser.on('packet', (packet: Packet) => this.received.push(packet));
+    socket.on('data', (chunk: Buffer) => parser.parse(chunk));
+    socket.on('error', () => undefined);
+    this.closed = new Promise((resolve) => socket.once('close', () => resolve()));
+  }
+
+  static async open(port: number): Promise<RawClient> {
+    const socket = await new Promise<Socket>((resolve, reject) => {
+      const opened = netConnect(port, '127.0.0.1', () => resolve(opened));
+      opened.once('error', reject);
+    });
+    sockets.push(socket);
+    return new RawClient(socket);
+  }
+
+  send(packet: Packet): void {
+    this.socket.write(generate(packet, { protocolVersion: 4 }));
+  }
+
+  async next(): Promise<Packet> {
+    await until(() => this.received.length > 0);
+    return this.received.shift() as Packet;
+  }
+
+  pending(): number {
+    return this.received.length;
+  }
+}
+
+describe('raw socket', () => {
+  it('answers a QoS 2 resend with DUP before PUBREL with PUBREC again, and delivers once [MQTT-4.3.3-2]', async () => {
+    const { client: billing } = await open('billing', { clean: false });
+    const { lines } = collect(billing);
+    await billing.subscribeAsync('meter/+/kwh', { qos: 2 });
+
+    const meter = await RawClient.open(server.port);
+    meter.send({ cmd: 'connect', protocolId: 'MQTT', protocolVersion: 4, clientId: 'meter-42', clean: false, keepalive: 30 });
+    expect(await meter.next()).toMatchObject({ cmd: 'connack', returnCode: 0 });
+    const publish = { cmd: 'publish', topic: 'meter/42/kwh', payload: Buffer.from('1532.7'), qos: 2, messageId: 1, retain: false } as const;
+    meter.send({ ...publish, dup: false });
+    expect(await meter.next()).toMatchObject({ cmd: 'pubrec', messageId: 1 });
+    meter.send({ ...publish, dup: true });
+    expect(await meter.next()).toMatchObject({ cmd: 'pubrec', messageId: 1 });
+    meter.send({ cmd: 'pubrel', messageId: 1 });
+    expect(await meter.next()).toMatchObject({ cmd: 'pubcomp', messageId: 1 });
+    await until(() => lines.length >= 1);
+    await settle();
+    expect(lines).toEqual(['meter/42/kwh 1532.7']);
+
+    // After PUBREL the id is free again: the same id now carries a new message.
+    meter.send({ ...publish, payload: Buffer.from('1533.0'), dup: false });
+    expect(await meter.next()).toMatchObject({ cmd: 'pubrec', messageId: 1 });
+    meter.send({ cmd: 'pubrel', messageId: 1 });
+    expect(await meter.next()).toMatchObject({ cmd: 'pubcomp', messageId: 1 });
+    await until(() => lines.length >= 2);
+    expect(lines).toEqual(['meter/42/kwh 1532.7', 'meter/42/kwh 1533.0']);
+  });
+
+  it('closes the connection without PUBACK when the log fails', async () => {
+    // A persistent subscriber makes the QoS 1 publish durable work, so its PUBACK waits for the log.
+    const { client: keeper } = await open('keeper', { clean: false });
+    await keeper.subscribeAsync('audit/#', { qos: 1 });
+    const raw = await RawClient.open(server.port);
+    raw.send({ cmd: 'connect', protocolId: 'MQTT', protocolVersion: 4, clientId: 'doomed', clean: true, keepalive: 30 });
+    expect(await raw.next()).toMatchObject({ cmd: 'connack', returnCode: 0 });
+    log.failed = new Error('fdatasync: EIO');
+    raw.send({ cmd: 'publish', topic: 'audit/x', payload: Buffer.from('x'), qos: 1, messageId: 9, retain: false, dup: false });
+    await raw.closed;
+    expect(raw.pending()).toBe(0);
+  });
+
+  it('closes on a wildcard topic in PUBLISH and keeps serving MQTT.js clients [MQTT-3.3.2-2]', async () => {
+    const raw = await RawClient.open(server.port);
+    raw.send({ cmd: 'connect', protocolId: 'MQTT', protocolVersion: 4, clientId: 'wild', clean: true, keepalive: 30 });
+    expect(await raw.next()).toMatchObject({ cmd: 'connack', returnCode: 0 });
+    raw.send({ cmd: 'publish', topic: 'a/#', payload: Buffer.from('x'), qos: 0, retain: false, dup: false });
+    await raw.closed;
+    const { client } = await open('still-fine');
+    await client.publishAsync('a/b', 'ok', { qos: 1 });
+  });
+});
