@@ -116,7 +116,9 @@ const ARGUMENT_ARBITRARIES: Record<MethodFieldType, fc.Arbitrary<unknown>> = {
 /** A random instance of one method, ids included, built from its definition. */
 function methodOf(definition: MethodDefinition): fc.Arbitrary<AmqpMethod> {
   const argumentArbitraries: Record<string, fc.Arbitrary<unknown>> = {};
-  for (const [name, type] of definition.fields) if (name !== null) argumentArbitraries[name] = ARGUMENT_ARBITRARIES[type];
+  for (const [name, type] of definition.fields) {
+    if (name !== null) argumentArbitraries[name] = ARGUMENT_ARBITRARIES[type];
+  }
   return fc.record(argumentArbitraries).map(
     (values) =>
       ({ name: definition.name, classId: definition.classId, methodId: definition.methodId, ...values }) as AmqpMethod,
@@ -459,6 +461,7 @@ describe('malformed input: only typed errors, never a crash or a hang', () => {
 
 interface AmqplibDefinitions {
   encodeMethod(id: number, channel: number, fields: Record<string, unknown>): Buffer;
+  encodeProperties(classId: number, channel: number, size: number, fields: Record<string, unknown>): Buffer;
   info(id: number): { args: { name: string }[] };
 }
 interface AmqplibCodec {
@@ -525,6 +528,19 @@ describe('agreement with amqplib, an independent encoder', () => {
         expect(encodeMethodFrame(channel, method)).toEqual(encodeWithAmqplib(channel, method));
       }),
       { numRuns: 1000 },
+    );
+  });
+
+  it('content header frames encode to the same bytes', () => {
+    const encodable = basicProperties.filter((properties) => amqplibCanEncode(properties.headers ?? {}));
+    fc.assert(
+      fc.property(encodable, fc.integer({ min: 0, max: 2 ** 40 }), fc.nat(0xffff), (properties, bodySize, channel) => {
+        const ours = encodeFrame(FRAME_TYPE.HEADER, channel, encodeContentHeader(60, bodySize, encodeProperties(properties)));
+        const fields: Record<string, unknown> = { ...properties };
+        if (properties.headers !== undefined) fields['headers'] = toAmqplibTable(properties.headers);
+        expect(ours).toEqual(amqplibDefinitions.encodeProperties(60, channel, bodySize, fields));
+      }),
+      { numRuns: 500 },
     );
   });
 });

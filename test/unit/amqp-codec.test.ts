@@ -114,7 +114,13 @@ describe('method frames as real peers send them', () => {
   it('basic.publish from amqplib: reserved ticket, two short strings, mandatory in bit 0', () => {
     // channel.publish('logs', 'a.b', body, { mandatory: true }) on channel 1
     const bytes = hex(`01 0001 00000010  003c 0028  0000  04 'logs'  03 'a.b'  01  ce`);
-    const method = { name: 'basic.publish', exchange: 'logs', routingKey: 'a.b', mandatory: true, immediate: false } as const;
+    const method = {
+      name: 'basic.publish',
+      exchange: 'logs',
+      routingKey: 'a.b',
+      mandatory: true,
+      immediate: false,
+    } as const;
     expect(decodeMethod(frameOf(bytes).payload)).toEqual({ ...method, classId: 60, methodId: 40 });
     expect(encodeMethodFrame(1, method)).toEqual(bytes);
   });
@@ -249,7 +255,11 @@ describe('field values: one vector per RabbitMQ type tag', () => {
     ['S long string', { k: { type: 'S', value: 'hé' } }, `'S' 00000003 68 c3a9`],
     ['S binary', { k: { type: 'S', value: Buffer.from([0xff, 0x00]) } }, `'S' 00000002 ff00`],
     ['x byte array', { k: { type: 'x', value: Buffer.from([1, 2]) } }, `'x' 00000002 0102`],
-    ['A array', { k: { type: 'A', value: [{ type: 'b', value: 1 }, { type: 'V', value: null }] } }, `'A' 00000003 'b' 01 'V'`],
+    [
+      'A array',
+      { k: { type: 'A', value: [{ type: 'b', value: 1 }, { type: 'V', value: null }] } },
+      `'A' 00000003 'b' 01 'V'`,
+    ],
     ['T timestamp', { k: { type: 'T', value: 0xfffffffffffffffen } }, `'T' fffffffffffffffe`],
     ['F table', { k: { type: 'F', value: {} } }, `'F' 00000000`],
     ['V void', { k: { type: 'V', value: null } }, `'V'`],
@@ -292,7 +302,9 @@ describe('field values: one vector per RabbitMQ type tag', () => {
 describe('plain values for server-built tables and broker reads', () => {
   it('maps JS types to the tags clients expect', () => {
     expect(
-      toFieldTable({ s: 'x', t: true, i: -5, l: 2 ** 40, d: 0.5, n: 3n, b: Buffer.from([1]), v: null, a: [1], f: { g: 'h' } }),
+      toFieldTable({
+        s: 'x', t: true, i: -5, l: 2 ** 40, d: 0.5, n: 3n, b: Buffer.from([1]), v: null, a: [1], f: { g: 'h' },
+      }),
     ).toEqual({
       s: { type: 'S', value: 'x' },
       t: { type: 't', value: true },
@@ -366,8 +378,11 @@ describe('method errors', () => {
 
   it('values that do not fit their wire type are refused on encode with 541', () => {
     const longName = 'q'.repeat(256);
-    expectCodecError(() => encodeMethod({ name: 'queue.purge', queue: longName, noWait: false }), 'ENCODE_INVALID', 541);
-    expectCodecError(() => encodeMethod({ name: 'basic.qos', prefetchSize: -1, prefetchCount: 0, global: false }), 'ENCODE_INVALID', 541);
+    const purge = { name: 'queue.purge', queue: longName, noWait: false } as const;
+    expectCodecError(() => encodeMethod(purge), 'ENCODE_INVALID', 541);
+    const qos = { name: 'basic.qos', prefetchSize: -1, prefetchCount: 0, global: false } as const;
+    expectCodecError(() => encodeMethod(qos), 'ENCODE_INVALID', 541);
+    expectCodecError(() => encodeMethod({ ...qos, prefetchSize: 0, global: 1 as unknown as boolean }), 'ENCODE_INVALID', 541);
     expectCodecError(() => encodeMethodFrame(70_000, { name: 'tx.select' }), 'ENCODE_INVALID', 541);
     expect(truncateShortString(`é${longName}`)).toBe(`é${'q'.repeat(253)}`);
     expect(truncateShortString('ok')).toBe('ok');
@@ -422,7 +437,14 @@ describe('encodeMessage', () => {
     const encoded = encodeMessage(
       {
         channel: 2,
-        method: { name: 'basic.deliver', consumerTag: 'c', deliveryTag: 1, redelivered: false, exchange: '', routingKey: 'k' },
+        method: {
+          name: 'basic.deliver',
+          consumerTag: 'c',
+          deliveryTag: 1,
+          redelivered: false,
+          exchange: '',
+          routingKey: 'k',
+        },
         rawProperties: hex(`0000`),
         body,
       },
@@ -439,7 +461,12 @@ describe('encodeMessage', () => {
 
   it('sends no body frame for an empty body', () => {
     const encoded = encodeMessage(
-      { channel: 1, method: { name: 'basic.get-ok', deliveryTag: 1, redelivered: false, exchange: '', routingKey: '', messageCount: 0 }, rawProperties: hex(`0000`), body: Buffer.alloc(0) },
+      {
+        channel: 1,
+        method: { name: 'basic.get-ok', deliveryTag: 1, redelivered: false, exchange: '', routingKey: '', messageCount: 0 },
+        rawProperties: hex(`0000`),
+        body: Buffer.alloc(0),
+      },
       4096,
     );
     expect(encoded.subarray(-22)).toEqual(hex(`02 0001 0000000e 003c 0000 0000000000000000 0000 ce`));

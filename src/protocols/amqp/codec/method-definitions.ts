@@ -127,7 +127,8 @@ const BASIC_METHODS = [
     ['consumerTag', 'shortstr'], ['noWait', 'bit']] },
   { name: 'basic.cancel-ok', classId: C.BASIC, methodId: M.BASIC.CANCEL_OK, fields: [['consumerTag', 'shortstr']] },
   { name: 'basic.publish', classId: C.BASIC, methodId: M.BASIC.PUBLISH, hasContent: true, fields: [
-    [null, 'short'], ['exchange', 'shortstr'], ['routingKey', 'shortstr'], ['mandatory', 'bit'], ['immediate', 'bit']] },
+    [null, 'short'], ['exchange', 'shortstr'], ['routingKey', 'shortstr'], ['mandatory', 'bit'],
+    ['immediate', 'bit']] },
   { name: 'basic.return', classId: C.BASIC, methodId: M.BASIC.RETURN, hasContent: true, fields: [
     ['replyCode', 'short'], ['replyText', 'shortstr'], ['exchange', 'shortstr'], ['routingKey', 'shortstr']] },
   { name: 'basic.deliver', classId: C.BASIC, methodId: M.BASIC.DELIVER, hasContent: true, fields: [

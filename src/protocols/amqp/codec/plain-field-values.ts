@@ -46,7 +46,8 @@ function toFieldValueAt(value: PlainFieldValue, depth: number): FieldValue {
       if (value === null) return { type: 'V', value: null };
       if (Buffer.isBuffer(value)) return { type: 'x', value };
       if (Array.isArray(value)) {
-        return { type: 'A', value: (value as readonly PlainFieldValue[]).map((item) => toFieldValueAt(item, depth + 1)) };
+        const items = value as readonly PlainFieldValue[];
+        return { type: 'A', value: items.map((item) => toFieldValueAt(item, depth + 1)) };
       }
       return { type: 'F', value: toFieldTableAt(value as { readonly [name: string]: PlainFieldValue }, depth + 1) };
     default:
