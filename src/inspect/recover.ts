@@ -1,0 +1,94 @@
+/**
+ * `cairn recover --from DIR --to NEWDIR (--lsn N | --time T)`: a new data
+ * directory whose start-up state is the state right after record N (or after
+ * the last record at or before time T). The source is only read.
+ *
+ * How: the records are re-appended through SegmentedLog into NEWDIR, keeping
+ * each record's LSN, timestamp, kind and body (the log assigns LSNs
+ * consecutively, and we check it assigned the same ones). When the source
+ * still starts at LSN 1 the copy starts there. When retention removed the
+ * beginning, the newest valid snapshot S <= N is written into NEWDIR with an
+ * empty segment starting at S+1 (what retention itself leaves behind), and
+ * records S+1..N follow — start-up then loads S and replays the rest.
+ */
+import * as fs from 'node:fs';
+import { resolve } from 'node:path';
+import { SegmentedLog, type AppendRecord } from '../log/index.js';
+import { createSegment } from '../log/segment.js';
+import { writeSnapshotFile } from '../log/snapshot.js';
+import { parseFlags, parseLsn, parseTime, requiredString, UsageError } from './args.js';
+import { isoTime } from './format.js';
+import { writeLines } from './output.js';
+import { replayBase, resolvePoint } from './project.js';
+import { Progress, type InspectIo } from './progress.js';
+import { describeRange, openSource } from './source.js';
+
+const appendBatchRecords = 4096;
+
+export async function runRecoverCommand(args: readonly string[], io: InspectIo): Promise<number> {
+  const flags = parseFlags('recover', args, { from: 'string', to: 'string', lsn: 'string', time: 'string' });
+  const fromDir = requiredString('recover', flags, 'from');
+  const toDir = requiredString('recover', flags, 'to');
+  const lsnFlag = flags.strings.get('lsn');
+  const timeFlag = flags.strings.get('time');
+  if ((lsnFlag === undefined) === (timeFlag === undefined)) throw new UsageError('give exactly one of --lsn N or --time T');
+  if (resolve(fromDir) === resolve(toDir)) throw new UsageError('--to must be a new directory, not the source');
+  const source = openSource(fromDir);
+  const target = resolvePoint(source, lsnFlag !== undefined ? { lsn: parseLsn('lsn', lsnFlag) } : { time: parseTime('time', timeFlag!, Date.now()) });
+  const base = replayBase(source, target);
+  if (base === undefined) throw new UsageError(`cannot recover to LSN ${target}: no valid snapshot at or before it and ${describeRange(source)}`);
+  checkTargetDirectory(toDir);
+
+  await fs.promises.mkdir(toDir, { recursive: true });
+  if (base.data !== undefined) {
+    await writeSnapshotFile(toDir, base.snapshotLsn, base.data);
+    fs.closeSync(await createSegment(toDir, base.snapshotLsn + 1));
+  }
+  const copied = await copyRecords(source.reader, toDir, base.snapshotLsn, target, io);
+  const from = base.snapshotLsn > 0 ? `snapshot at LSN ${base.snapshotLsn} + records ${base.snapshotLsn + 1}..${target}` : `records 1..${target}`;
+  await writeLines(io.stdout, [`recovered ${toDir}: state right after LSN ${target}${copied.lastTimestamp === undefined ? '' : ` (${isoTime(copied.lastTimestamp)})`} from ${from} (${copied.records} record(s) copied); ${fromDir} was not modified`]);
+  return 0;
+}
+
+function checkTargetDirectory(dir: string): void {
+  if (!fs.existsSync(dir)) return;
+  if (!fs.statSync(dir).isDirectory()) throw new UsageError(`--to ${dir} exists and is not a directory`);
+  if (fs.readdirSync(dir).length > 0) throw new UsageError(`--to ${dir} exists and is not empty: give a new or empty directory`);
+}
+
+async function copyRecords(
+  reader: ReturnType<typeof openSource>['reader'], toDir: string, afterLsn: number, target: number, io: InspectIo,
+): Promise<{ records: number; lastTimestamp: number | undefined }> {
+  const log = await SegmentedLog.open({ dir: toDir });
+  const progress = new Progress(io, 'recover', target - afterLsn);
+  let records = 0;
+  let lastTimestamp: number | undefined;
+  try {
+    if (log.nextLsn !== afterLsn + 1) throw new Error(`the new log starts at LSN ${log.nextLsn}, expected ${afterLsn + 1}`);
+    let batch: AppendRecord[] = [];
+    let batchFirstLsn = afterLsn + 1;
+    const flush = async (): Promise<void> => {
+      if (batch.length === 0) return;
+      const lsns = await log.append(batch);
+      if (lsns[0] !== batchFirstLsn || lsns[lsns.length - 1] !== batchFirstLsn + batch.length - 1) throw new Error(`the new log assigned LSN ${String(lsns[0])}, expected ${batchFirstLsn}`);
+      batchFirstLsn += batch.length;
+      batch = [];
+    };
+    if (target > afterLsn) {
+      for (const record of reader.read({ lsn: afterLsn + 1 })) {
+        if (record.lsn > target) break;
+        progress.tick();
+        batch.push({ kind: record.kind, timestamp: record.timestamp, body: record.body });
+        records++;
+        lastTimestamp = record.timestamp;
+        if (batch.length >= appendBatchRecords) await flush();
+      }
+      await flush();
+    }
+    if (log.nextLsn !== target + 1) throw new Error(`copied up to LSN ${log.nextLsn - 1}, expected ${target}`);
+  } finally {
+    progress.finish();
+    await log.close();
+  }
+  return { records, lastTimestamp };
+}

@@ -1,0 +1,47 @@
+/**
+ * Opening a data directory for inspection, with the errors an operator can
+ * cause turned into UsageErrors, and the range of LSNs it still holds.
+ */
+import * as fs from 'node:fs';
+import { LogError, openLogReader, type LogReader } from '../log/index.js';
+import { UsageError } from './args.js';
+
+export interface LogSource {
+  readonly reader: LogReader;
+  /** The oldest retained LSN (after retention). */
+  readonly firstLsn: number;
+  /** The newest readable LSN (before a torn tail, if any); firstLsn - 1 when the log holds no record. */
+  readonly lastLsn: number;
+}
+
+export function openSource(dir: string): LogSource {
+  if (!fs.existsSync(dir)) throw new UsageError(`no data directory at ${dir}`);
+  if (!fs.statSync(dir).isDirectory()) throw new UsageError(`${dir} is not a directory`);
+  let reader: LogReader;
+  try {
+    reader = openLogReader(dir);
+  } catch (error) {
+    if (error instanceof LogError) throw new UsageError(`cannot read the log in ${dir}: ${error.message}`);
+    throw error;
+  }
+  const segments = reader.segments();
+  return { reader, firstLsn: segments[0]!.firstLsn, lastLsn: segments[segments.length - 1]!.lastLsn };
+}
+
+export function describeRange(source: LogSource): string {
+  if (source.lastLsn < source.firstLsn) return `the log holds no record (next LSN ${source.firstLsn})`;
+  const removed = source.firstLsn > 1 ? `; LSN 1..${source.firstLsn - 1} were removed by retention (or moved to the archive directory, when one is configured)` : '';
+  return `the log holds LSN ${source.firstLsn}..${source.lastLsn}${removed}`;
+}
+
+/**
+ * The LSN of the last record at or before `time`: the record just before the
+ * first one stamped later than `time` (replay order is LSN order even if the
+ * wall clock stepped back). Undefined when the first retained record is already later.
+ */
+export function lsnAtTime(source: LogSource, time: number): number | undefined {
+  for (const record of source.reader.read({ time })) {
+    if (record.timestamp > time) return record.lsn - 1 >= source.firstLsn ? record.lsn - 1 : undefined;
+  }
+  return source.lastLsn >= source.firstLsn ? source.lastLsn : undefined;
+}
