@@ -353,12 +353,14 @@ describe('CONNECT and CONNACK', () => {
   it('closes without CONNACK when the session cannot be recorded (the log failed)', async () => {
     core.holdDurables = true;
     const raw = await client();
-    raw.send(connectPacket());
+    raw.send(connectPacket({ will: { topic: 'status/a', payload: Buffer.from('x'), qos: 0, retain: false } }));
     await new Promise((resolve) => setTimeout(resolve, 50));
     core.held[0]?.reject(new Error('fsync failed'));
     expect(await raw.closesWithin(1_000)).toBe(true);
     await expect(raw.next(10)).rejects.toThrow('closed');
     expect(core.sessions.get('client-a')?.detached).toBe(true);
+    // The connection was never accepted, so it has no will to publish.
+    expect(core.wills).toEqual([]);
   });
 });
 
@@ -489,6 +491,27 @@ describe('acknowledgements wait for their Durable', () => {
     core.held[0]?.reject(new Error('EIO'));
     expect(await raw.closesWithin(1_000)).toBe(true);
     await expect(raw.next(10)).rejects.toThrow('closed');
+  });
+
+  it('stops reading at inboundAcksPendingMax unanswered acks and resumes when half are sent', async () => {
+    await start({ limits: { inboundAcksPendingMax: 4 } });
+    const raw = await connected();
+    core.holdDurables = true;
+    for (let id = 1; id <= 10; id++) {
+      raw.send({ cmd: 'publish', topic: 't', payload: Buffer.from([id]), qos: 1, messageId: id, retain: false, dup: false });
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(core.published).toHaveLength(4);
+    core.held[0]?.resolve();
+    core.held[1]?.resolve();
+    expect(await raw.next()).toMatchObject({ cmd: 'puback', messageId: 1 });
+    expect(await raw.next()).toMatchObject({ cmd: 'puback', messageId: 2 });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(core.published).toHaveLength(6);
+    core.holdDurables = false;
+    for (const held of core.held) held.resolve();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(core.published).toHaveLength(10);
   });
 
   it('passes PUBACK, PUBREC and PUBCOMP of outbound flows to the session, and writes its PUBREL', async () => {

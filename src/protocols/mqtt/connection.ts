@@ -69,6 +69,11 @@ export class MqttConnection implements MqttClientLink {
   private connectTimer: NodeJS.Timeout | undefined;
   private keepAliveTimer: NodeJS.Timeout | undefined;
   private corked = false;
+  /** Acknowledgements waiting for their Durable; reading stops at inboundAcksPendingMax. */
+  private acksPending = 0;
+  private readingPaused = false;
+  /** QoS 0 deliveries dropped because the socket was congested: counted and logged, never silent. */
+  private droppedDeliveries = 0;
   private loggerValue: Logger;
 
   constructor(
@@ -123,7 +128,7 @@ export class MqttConnection implements MqttClientLink {
 
   /** Dispatch every whole packet buffered, as long as the state lets packets through. */
   private drain(): void {
-    while (this.stateValue === 'awaiting-connect' || this.stateValue === 'connected') {
+    while ((this.stateValue === 'awaiting-connect' || this.stateValue === 'connected') && !this.readingPaused) {
       // Refuse a stream that cannot start with CONNECT at its first byte,
       // rather than wait for a body whose length is garbage [MQTT-3.1.0-1].
       const firstByte = this.framer.peekFirstByte();
@@ -265,12 +270,37 @@ export class MqttConnection implements MqttClientLink {
       send();
       return;
     }
+    this.acksPending += 1;
+    if (this.acksPending >= this.context.limits.inboundAcksPendingMax) this.pauseReading();
     durable.then(
       () => {
-        if (this.stateValue === 'connected') send();
+        this.acksPending -= 1;
+        if (this.stateValue !== 'connected') return;
+        send();
+        if (this.readingPaused && this.acksPending <= this.context.limits.inboundAcksPendingMax / 2) this.resumeReading();
       },
-      (error: unknown) => this.fail(new MqttLogFailedError(`${what}: the log failed, not acknowledging`, error)),
+      (error: unknown) => {
+        this.acksPending -= 1;
+        this.fail(new MqttLogFailedError(`${what}: the log failed, not acknowledging`, error));
+      },
     );
+  }
+
+  /**
+   * MQTT 3.1.1 has no receive window: a client may send PUBLISHes faster than
+   * the log makes them durable. Past a bound of unanswered ones we stop
+   * reading, and TCP pushes back on the client.
+   */
+  private pauseReading(): void {
+    if (this.readingPaused) return;
+    this.readingPaused = true;
+    this.socket.pause();
+  }
+
+  private resumeReading(): void {
+    this.readingPaused = false;
+    this.socket.resume();
+    this.drain();
   }
 
   /**
@@ -281,7 +311,13 @@ export class MqttConnection implements MqttClientLink {
   sendPublish(publish: MqttOutgoingPublish): boolean {
     if (this.stateValue !== 'connected') return false;
     const congested = this.socket.writableLength > this.context.limits.writeBufferHighWaterBytes;
-    if (congested && publish.qos === 0) return false;
+    if (congested && publish.qos === 0) {
+      if (this.droppedDeliveries === 0) {
+        this.logger.warn({ writableBytes: this.socket.writableLength }, 'MQTT client is not keeping up: dropping QoS 0 deliveries');
+      }
+      this.droppedDeliveries += 1;
+      return false;
+    }
     this.write(encodePublish(publish));
     return true;
   }
@@ -322,9 +358,11 @@ export class MqttConnection implements MqttClientLink {
     }
   }
 
-  /** Ends the connection once: detach the session, publish the will on an abnormal close, release the socket. */
+  /** Ends the connection once: detach the session, publish the will after an abnormal close, release the socket. */
   close(reason: CloseReason): void {
     if (this.stateValue === 'closed') return;
+    // The will belongs to an accepted connection: one that never got its CONNACK has none.
+    const wasConnected = this.stateValue === 'connected';
     this.stateValue = 'closed';
     clearTimeout(this.connectTimer);
     clearTimeout(this.keepAliveTimer);
@@ -334,9 +372,9 @@ export class MqttConnection implements MqttClientLink {
     this.will = undefined;
     // After a takeover the session belongs to the new connection: leave it alone.
     if (session !== undefined && reason !== 'taken-over') session.detach();
-    if (session !== undefined && will !== undefined && !isNormalClose(reason)) this.publishWill(will);
+    if (wasConnected && will !== undefined && !isNormalClose(reason)) this.publishWill(will);
     this.releaseSocket(reason);
-    this.logger.debug({ reason }, 'MQTT connection closed');
+    this.logger.debug({ reason, droppedDeliveries: this.droppedDeliveries }, 'MQTT connection closed');
     this.onClosed(this, reason);
   }
 

@@ -25,6 +25,12 @@ export interface MqttLimits {
    * slow subscriber cannot make the broker buffer without bound.
    */
   readonly writeBufferHighWaterBytes: number;
+  /**
+   * Acknowledgements (PUBACK, PUBREC, PUBCOMP, SUBACK, UNSUBACK) one
+   * connection may have waiting for the log; at this many the connection
+   * stops reading until half of them are sent.
+   */
+  readonly inboundAcksPendingMax: number;
   /** A TCP connection must send its CONNECT within this time, or it is closed. */
   readonly connectTimeoutMs: number;
   /** Live connections (connected or still handshaking); the next one is closed at once. */
@@ -40,6 +46,7 @@ export const defaultMqttLimits: MqttLimits = {
   packetBytesMax: 1024 * 1024,
   keepAliveGraceFactor: 1.5,
   writeBufferHighWaterBytes: 1024 * 1024,
+  inboundAcksPendingMax: 1024,
   connectTimeoutMs: 10_000,
   connectionsMax: 10_000,
   filtersPerPacketMax: 128,
@@ -58,6 +65,7 @@ export function checkMqttLimits(limits: MqttLimits): void {
   assert(limits.packetBytesMax <= remainingLengthBytesMax + 5, `packetBytesMax must not exceed ${remainingLengthBytesMax + 5} (the MQTT maximum)`);
   assert(Number.isFinite(limits.keepAliveGraceFactor) && limits.keepAliveGraceFactor >= 1, 'keepAliveGraceFactor must be >= 1');
   assert(Number.isInteger(limits.writeBufferHighWaterBytes) && limits.writeBufferHighWaterBytes >= 1024, 'writeBufferHighWaterBytes must be an integer >= 1024');
+  assert(Number.isInteger(limits.inboundAcksPendingMax) && limits.inboundAcksPendingMax >= 2, 'inboundAcksPendingMax must be an integer >= 2');
   assert(Number.isInteger(limits.connectTimeoutMs) && limits.connectTimeoutMs >= 1, 'connectTimeoutMs must be a positive integer');
   assert(Number.isInteger(limits.connectionsMax) && limits.connectionsMax >= 1, 'connectionsMax must be a positive integer');
   assert(Number.isInteger(limits.filtersPerPacketMax) && limits.filtersPerPacketMax >= 1, 'filtersPerPacketMax must be a positive integer');
