@@ -1,0 +1,152 @@
+/**
+ * The HTTP API's views: each turns the broker's state (and runtime) into one
+ * JSON response body. Read-only and synchronous; they never write records.
+ *
+ * Listings are capped at `listItemsMax` entries (with `truncated: true`) so a
+ * broker with a million sessions cannot make one request build a huge answer.
+ */
+import type { Broker } from '../core/broker.js';
+import { bindingKey } from '../projections/state.js';
+import { logPositionOf } from './log-position.js';
+import { parseQuery, runQuery, type JsonDocument, type QueryInput } from './query.js';
+
+export const listItemsMax = 10_000;
+export const documentsLimitDefault = 100;
+export const documentsLimitMax = 1_000;
+
+/** An error a handler throws to answer with a status; the server turns it into {error, detail}. */
+export class HttpError extends Error {
+  override readonly name = 'HttpError';
+  constructor(
+    readonly status: number,
+    readonly error: string,
+    detail: string,
+    readonly headers: Readonly<Record<string, string>> = {},
+  ) {
+    super(detail);
+  }
+}
+
+function capped<T>(items: T[]): { items: T[]; truncated: boolean } {
+  return items.length > listItemsMax ? { items: items.slice(0, listItemsMax), truncated: true } : { items, truncated: false };
+}
+
+function byName(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+export function sessionsView(broker: Broker): unknown {
+  const sessions = [...broker.sessions.values()].sort((a, b) => byName(a.clientId, b.clientId)).map((session) => ({
+    clientId: session.clientId,
+    connected: session.link !== undefined,
+    persistent: session.persistent,
+    subscriptions: [...session.state.subscriptions].map(([filter, qos]) => ({ filter, qos })),
+    pending: session.state.pending.size,
+    inflight: session.inflight.size,
+    dropped: session.state.dropped,
+  }));
+  const { items, truncated } = capped(sessions);
+  return { total: sessions.length, truncated, sessions: items };
+}
+
+export function exchangesView(broker: Broker): unknown {
+  const exchanges = [...broker.exchanges.values()].sort((a, b) => byName(a.name, b.name)).map((exchange) => ({
+    name: exchange.name,
+    type: exchange.type,
+    durable: exchange.durable,
+    autoDelete: exchange.autoDelete,
+    builtIn: exchange.builtIn,
+    bindings: exchange.bindingCount,
+  }));
+  const { items, truncated } = capped(exchanges);
+  return { total: exchanges.length, truncated, exchanges: items };
+}
+
+export function queuesView(broker: Broker): unknown {
+  const queues = [...broker.queues.values()].sort((a, b) => byName(a.name, b.name)).map((queue) => ({
+    name: queue.name,
+    durable: queue.durable,
+    autoDelete: queue.autoDelete,
+    exclusive: queue.exclusiveOwner !== undefined,
+    ready: queue.readyCount,
+    unacked: queue.unacked.size,
+    consumers: queue.consumers.length,
+    dropped: queue.dropped,
+  }));
+  const { items, truncated } = capped(queues);
+  return { total: queues.length, truncated, queues: items };
+}
+
+/** Bindings of every exchange but the default one, whose implicit queue-name bindings would only repeat /api/queues. */
+export function bindingsView(broker: Broker): unknown {
+  const bindings: Array<{ exchange: string; queue: string; routingKey: string; durable: boolean }> = [];
+  for (const exchange of broker.exchanges.values()) {
+    if (exchange.name === '') continue;
+    for (const { queue, routingKey } of exchange.bindings()) {
+      bindings.push({ exchange: exchange.name, queue, routingKey, durable: broker.state.bindings.has(bindingKey(exchange.name, queue, routingKey)) });
+    }
+  }
+  bindings.sort((a, b) => byName(a.exchange, b.exchange) || byName(a.queue, b.queue) || byName(a.routingKey, b.routingKey));
+  const { items, truncated } = capped(bindings);
+  return { total: bindings.length, truncated, bindings: items };
+}
+
+export function collectionsView(broker: Broker): unknown {
+  const collections = [...broker.state.collections.values()].sort((a, b) => byName(a.name, b.name)).map((collection) => ({
+    name: collection.name,
+    documents: collection.documents.size,
+  }));
+  return { collections };
+}
+
+/** Parse the query-string JSON parameters; bad JSON is a 400 that names the parameter. */
+function jsonParameter(parameters: URLSearchParams, name: string): unknown {
+  const text = parameters.get(name);
+  if (text === null || text === '') return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error: unknown) {
+    throw new HttpError(400, 'bad-query', `${name} is not valid JSON: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+export function documentsView(broker: Broker, name: string, parameters: URLSearchParams): unknown {
+  const collection = broker.state.collections.get(name);
+  if (!collection) throw new HttpError(404, 'not-found', `no collection named '${name}'`);
+  const input: QueryInput = {
+    filter: jsonParameter(parameters, 'filter'),
+    sort: jsonParameter(parameters, 'sort'),
+    skip: parameters.get('skip') ?? undefined,
+    limit: parameters.get('limit') ?? String(documentsLimitDefault),
+  };
+  const query = parseQuery(input);
+  if (query.limit !== undefined && query.limit > documentsLimitMax) {
+    throw new HttpError(400, 'bad-query', `limit must be at most ${documentsLimitMax}, got ${query.limit}`);
+  }
+  const documents: JsonDocument[] = [];
+  for (const [id, document] of collection.documents) documents.push({ ...document, _id: id });
+  const found = runQuery(query, documents);
+  return { collection: name, skip: query.skip, limit: query.limit, count: found.length, documents: found };
+}
+
+interface SnapshotAware {
+  readonly snapshotLsn?: number;
+}
+
+export function logView(broker: Broker): unknown {
+  const position = logPositionOf(broker.log);
+  const reported = (broker.log as SnapshotAware).snapshotLsn;
+  const lastSnapshot = typeof reported === 'number'
+    ? { lsn: reported, source: 'log' }
+    : broker.recovery && broker.recovery.snapshotLsn > 0 ? { lsn: broker.recovery.snapshotLsn, source: 'start-up' } : null;
+  return {
+    nextLsn: position.nextLsn,
+    firstLsn: position.firstLsn,
+    durableLsn: position.durableLsn,
+    lastLsn: broker.state.lastLsn,
+    bytes: position.bytes ?? null,
+    segments: position.segments ?? null,
+    lastSnapshot,
+    recovery: broker.recovery ?? null,
+  };
+}
