@@ -9,7 +9,7 @@
  * decided by recovery.ts.
  */
 import * as fs from 'node:fs';
-import { frameChecksumMatches, frameKind, frameLength, frameLsn, frameTimestamp, isPlausibleFrameLength, type Lsn } from './record.js';
+import { frameBytesMin, frameChecksumMatches, frameKind, frameLength, frameLsn, frameTimestamp, isPlausibleFrameLength, type Lsn } from './record.js';
 
 export const cursorFrame = 0;
 export const cursorEnd = 1;
@@ -133,4 +133,28 @@ export class SegmentCursor {
 export function isValidFrameAt(fd: number, offset: number, end: number, expectedLsn: Lsn): boolean {
   const probe = new SegmentCursor(fd, offset, end, expectedLsn, 64 * 1024);
   return probe.next() === cursorFrame;
+}
+
+/**
+ * Searches [from, end) byte by byte for a valid frame with an LSN after
+ * `afterLsn`: evidence that a bad frame is damage in the middle of the log
+ * rather than its torn end, even when the bad frame's own length field is the
+ * damaged part. Runs only when recovery or verify met a bad frame. The cheap
+ * tests (plausible length, LSN in the range the remaining bytes could hold)
+ * reject almost every offset before a checksum is computed.
+ */
+export function findValidFrameAfter(fd: number, from: number, end: number, afterLsn: Lsn): { offset: number; lsn: Lsn } | undefined {
+  const probeBytes = 20;
+  const lsnMax = afterLsn + Math.ceil((end - from) / frameBytesMin);
+  const chunk = Buffer.allocUnsafe(readChunkBytes);
+  for (let chunkStart = from; chunkStart + probeBytes <= end; chunkStart += chunk.length - probeBytes) {
+    const bytes = fs.readSync(fd, chunk, 0, Math.min(chunk.length, end - chunkStart), chunkStart);
+    for (let at = 0; at + probeBytes <= bytes; at++) {
+      const lsn = frameLsn(chunk, at);
+      if (lsn <= afterLsn || lsn > lsnMax || !isPlausibleFrameLength(frameLength(chunk, at))) continue;
+      if (isValidFrameAt(fd, chunkStart + at, end, lsn)) return { offset: chunkStart + at, lsn };
+    }
+    if (bytes < chunk.length) break;
+  }
+  return undefined;
 }

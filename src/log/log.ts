@@ -92,8 +92,9 @@ export class SegmentedLog {
     const settings = resolveSettings(options);
     const { dir, logger } = settings;
     await fs.promises.mkdir(dir, { recursive: true });
-    if (settings.archiveDir !== undefined) await fs.promises.mkdir(settings.archiveDir, { recursive: true });
     const listing = listDataDirectory(dir);
+    // After the listing: an archive directory inside the data directory must not make a fresh one look foreign.
+    if (settings.archiveDir !== undefined) await fs.promises.mkdir(settings.archiveDir, { recursive: true });
     if (listing.segments.length === 0) {
       const others = [...listing.snapshots.map((s) => s.file), ...listing.snapshotTemporaries, ...listing.foreign];
       if (others.length > 0) throw new NotACairnLogError(dir, others);
@@ -101,7 +102,8 @@ export class SegmentedLog {
       logger.info({ dir }, 'created a new log');
       return new SegmentedLog(settings, [{ file: segmentFileName(1), firstLsn: 1, lastLsn: 0, bytes: segmentHeaderBytes, timestamps: undefined }], fd, undefined);
     }
-    if (listing.foreign.length > 0) logger.warn({ dir, files: listing.foreign }, 'the log directory holds files that are not part of the log; leaving them alone');
+    const foreign = listing.foreign.filter((name) => settings.archiveDir === undefined || join(dir, name) !== join(settings.archiveDir));
+    if (foreign.length > 0) logger.warn({ dir, files: foreign }, 'the log directory holds files that are not part of the log; leaving them alone');
     await removeSnapshotTemporaries(dir, listing.snapshotTemporaries, logger);
     const snapshot = loadNewestValidSnapshot(dir, listing.snapshots, logger);
     const { segments, tornTail } = recoverSegments(dir, listing.segments, (snapshot?.lsn ?? 0) + 1, logger);

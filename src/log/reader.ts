@@ -10,7 +10,7 @@
  */
 import * as fs from 'node:fs';
 import { join } from 'node:path';
-import { cursorBad, cursorFrame, isValidFrameAt, SegmentCursor } from './cursor.js';
+import { cursorBad, cursorFrame, findValidFrameAfter, SegmentCursor } from './cursor.js';
 import { LogError, NotACairnLogError, SegmentHeaderError } from './errors.js';
 import { checkReadFrom, readRecords, type ReadFrom } from './read.js';
 import type { LogRecord, Lsn } from './record.js';
@@ -98,7 +98,7 @@ function inspectLastSegment(dir: string, segment: ReaderSegment): TornTail | und
   const scan = scanSegment(dir, segment.file, segment.firstLsn, segment.bytes);
   segment.lastLsn = scan.lastLsn;
   segment.timestamps = scan.timestamps;
-  if (scan.bad === undefined || judgeBadFrame(true, scan.bad, scan.badFollowedByValidFrame) === 'corrupt') return undefined;
+  if (scan.bad === undefined || judgeBadFrame(true, scan.bad, scan.resumesAt !== undefined) === 'corrupt') return undefined;
   // Read up to the torn tail, like recovery would leave it; a corrupt frame is left in range so read() reports it.
   segment.readLimit = scan.validBytes;
   return { segment: segment.file, lsn: scan.bad.lsn, bytesDropped: segment.bytes - scan.validBytes, reason: scan.bad.reason };
@@ -142,9 +142,9 @@ function verifyLog(dir: string, segments: readonly ReaderSegment[], tornTail: To
 }
 
 /**
- * Checks every frame of one segment. After a bad frame whose length leads to
- * a valid next frame it carries on from there (so one flipped bit shows as one
- * bad record); otherwise the rest of the segment is unreadable and reported so.
+ * Checks every frame of one segment. After a bad frame it carries on from the
+ * next valid frame found after it (so one flipped bit shows as one bad range);
+ * when there is none, the rest of the segment is reported unreadable.
  */
 function verifySegment(dir: string, segment: ReaderSegment, limit: number, isLast: boolean, badRecords: BadRecord[]): { records: number; lastLsn: Lsn } {
   const fd = fs.openSync(join(dir, segment.file), 'r');
@@ -162,14 +162,13 @@ function verifySegment(dir: string, segment: ReaderSegment, limit: number, isLas
       }
       if (status !== cursorBad) break;
       const bad = cursor.bad!;
-      const resumeAt = bad.length === undefined ? -1 : bad.offset + bad.length;
-      const followed = resumeAt > 0 && isValidFrameAt(fd, resumeAt, limit, bad.lsn + 1);
-      if (isLast && judgeBadFrame(true, bad, followed) === 'torn-tail') break;
-      const rest = followed ? '' : `; the remaining ${limit - bad.offset} bytes of the segment cannot be read`;
+      const resume = findValidFrameAfter(fd, bad.offset + 1, limit, bad.lsn);
+      if (isLast && judgeBadFrame(true, bad, resume !== undefined) === 'torn-tail') break;
+      const rest = resume === undefined ? `; the remaining ${limit - bad.offset} bytes of the segment cannot be read` : `; valid records resume at LSN ${resume.lsn} (byte offset ${resume.offset})`;
       badRecords.push({ segment: segment.file, lsn: bad.lsn, offset: bad.offset, reason: bad.reason + rest });
-      if (!followed) break;
-      lastLsn = bad.lsn;
-      cursor = new SegmentCursor(fd, resumeAt, limit, bad.lsn + 1);
+      if (resume === undefined) break;
+      lastLsn = resume.lsn - 1;
+      cursor = new SegmentCursor(fd, resume.offset, limit, resume.lsn);
     }
     segment.lastLsn = lastLsn;
     return { records, lastLsn };

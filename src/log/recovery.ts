@@ -15,11 +15,11 @@
  *                                                                    synced before the next is created)
  *   last           intact frame (checksum matches) with a wrong LSN  CorruptRecordError (no torn write
  *                                                                    yields a checksummed frame)
- *   last           bad frame whose length leads to a valid frame     CorruptRecordError (the bad frame
- *                  carrying the next LSN                             was complete when written: damage,
- *                                                                    not a torn write)
+ *   last           bad frame followed, anywhere later in the file,   CorruptRecordError (records were
+ *                  by a valid frame with a later LSN                 written after the bad one: damage,
+ *                                                                    not a torn end)
  *   last           any other bad frame: short, implausible length,   torn tail: truncate there, fsync,
- *                  checksum mismatch at the end                      warn with LSN and bytes dropped
+ *                  checksum mismatch, with nothing valid after it    warn with LSN and bytes dropped
  *   between        next segment's first LSN ≠ this one's last + 1    LogInconsistentError
  *
  * Residual ambiguity, decided towards refusing: a crash whose unsynced pages
@@ -34,7 +34,7 @@
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../logger.js';
-import { cursorFrame, isValidFrameAt, SegmentCursor, type BadFrame } from './cursor.js';
+import { cursorFrame, findValidFrameAfter, SegmentCursor, type BadFrame } from './cursor.js';
 import { CorruptRecordError, LogInconsistentError } from './errors.js';
 import type { Lsn } from './record.js';
 import { decodeSegmentHeader, encodeSegmentHeader, readSegmentHeaderSync, segmentHeaderBytes, type SegmentState, type SegmentTimestamps } from './segment.js';
@@ -54,8 +54,8 @@ export interface SegmentScan {
   readonly fileBytes: number;
   readonly timestamps: SegmentTimestamps | undefined;
   readonly bad: BadFrame | undefined;
-  /** The bad frame's own length leads to a valid frame with the following LSN. */
-  readonly badFollowedByValidFrame: boolean;
+  /** The first valid frame after the bad one, if any (its LSN is after the bad frame's). */
+  readonly resumesAt: { offset: number; lsn: Lsn } | undefined;
 }
 
 /** Reads every frame of a segment from its header on, verifying each; never writes. */
@@ -75,8 +75,8 @@ export function scanSegment(dir: string, file: string, firstLsn: Lsn, fileBytes:
       }
     }
     const bad = cursor.bad;
-    const followed = bad?.length !== undefined && isValidFrameAt(fd, bad.offset + bad.length, fileBytes, bad.lsn + 1);
-    return { lastLsn: cursor.nextLsn - 1, records, validBytes: cursor.validEnd, fileBytes, timestamps, bad, badFollowedByValidFrame: followed };
+    const resumesAt = bad === undefined ? undefined : findValidFrameAfter(fd, bad.offset + 1, fileBytes, bad.lsn);
+    return { lastLsn: cursor.nextLsn - 1, records, validBytes: cursor.validEnd, fileBytes, timestamps, bad, resumesAt };
   } finally {
     fs.closeSync(fd);
   }
@@ -149,8 +149,9 @@ function recoverLastSegment(dir: string, segment: SegmentState, logger: Logger):
   segment.lastLsn = scan.lastLsn;
   segment.timestamps = scan.timestamps;
   if (scan.bad === undefined) return undefined;
-  if (judgeBadFrame(true, scan.bad, scan.badFollowedByValidFrame) === 'corrupt') {
-    throw new CorruptRecordError(segment.file, scan.bad.lsn, scan.bad.offset, `${scan.bad.reason}, and valid data follows it`);
+  if (judgeBadFrame(true, scan.bad, scan.resumesAt !== undefined) === 'corrupt') {
+    const after = scan.resumesAt === undefined ? '' : `, and valid records resume at LSN ${scan.resumesAt.lsn} (byte offset ${scan.resumesAt.offset})`;
+    throw new CorruptRecordError(segment.file, scan.bad.lsn, scan.bad.offset, scan.bad.reason + after);
   }
   const torn: TornTail = { segment: segment.file, lsn: scan.bad.lsn, bytesDropped: segment.bytes - scan.validBytes, reason: scan.bad.reason };
   truncateDurably(join(dir, segment.file), scan.validBytes);
