@@ -1,2 +1,200 @@
-import type { InspectIo } from './progress.js';
-export function inspectTrace(_args: readonly string[], _io: InspectIo): Promise<number> { return Promise.resolve(2); }
+/**
+ * `cairn inspect trace`: the life of a message, from its msg record to the end
+ * of each of its destinations. Select by `--lsn N` (the msg record), `--queue Q
+ * --seq S`, `--client C --seq S`, or `--topic FILTER [--since --until]` (every
+ * matching message, up to `--limit`, default 20).
+ *
+ * One pass over the log in LSN order: a message's destinations are
+ * (session, seq) and (queue, seq) pairs; later records that name a pair are
+ * its steps — deliver, ack (or PUBREC for QoS 2), drop (bound or purge) — and
+ * a session end or queue delete discards every pair of that destination still
+ * open. A pair still open at the end of the log is pending.
+ */
+import { topicMatchesFilter, validateTopicFilter } from '../core/topic-filter.js';
+import type { LogRecord } from '../log/index.js';
+import { kindName, type BodyOf, type MsgBody } from '../projections/records.js';
+import { parseFlags, parseLsn, parsePositiveInteger, parseTime, requiredString, UsageError, type ParsedFlags } from './args.js';
+import { isoTime, payloadPreview } from './format.js';
+import { writeLines } from './output.js';
+import { Progress, type InspectIo } from './progress.js';
+import { describeRange, openSource } from './source.js';
+
+const traceMessagesMaxDefault = 20;
+
+interface Step { readonly lsn: number; readonly timestamp: number; readonly what: string }
+interface DestinationTrace { readonly destination: string; readonly seq: number; readonly steps: Step[]; status: 'pending' | 'acked' | 'dropped' | 'discarded' }
+interface MessageTrace { readonly record: LogRecord; readonly body: MsgBody; readonly destinations: DestinationTrace[] }
+
+type Selector =
+  | { readonly by: 'lsn'; readonly lsn: number }
+  | { readonly by: 'seq'; readonly destination: string; readonly seq: number }
+  | { readonly by: 'topic'; readonly filter: string; readonly since: number | undefined; readonly until: number | undefined };
+
+export async function inspectTrace(args: readonly string[], io: InspectIo): Promise<number> {
+  const flags = parseFlags('inspect trace', args, { data: 'string', lsn: 'string', queue: 'string', client: 'string', seq: 'string', topic: 'string', since: 'string', until: 'string', limit: 'string', json: 'boolean' });
+  const source = openSource(requiredString('inspect trace', flags, 'data'));
+  const selector = parseSelector(flags);
+  const limitFlag = flags.strings.get('limit');
+  const limit = limitFlag === undefined ? traceMessagesMaxDefault : parsePositiveInteger('limit', limitFlag);
+  if (selector.by === 'lsn' && (selector.lsn < source.firstLsn || selector.lsn > source.lastLsn)) throw new UsageError(`LSN ${selector.lsn} is out of range: ${describeRange(source)}`);
+  const traces = scan(source, selector, limit, io);
+  if (selector.by === 'lsn' && traces.length === 0) throw new UsageError(`the record at LSN ${selector.lsn} is not a msg record: trace follows messages`);
+  if (flags.booleans.has('json')) {
+    await writeLines(io.stdout, traces.map((t) => JSON.stringify(traceJson(t))));
+  } else {
+    await writeLines(io.stdout, traces.length === 0 ? ['no matching message'] : traces.flatMap(traceLines));
+  }
+  return traces.length === 0 ? 1 : 0;
+}
+
+function parseSelector(flags: ParsedFlags): Selector {
+  const s = flags.strings;
+  const lsn = s.get('lsn');
+  const seq = s.get('seq');
+  const queue = s.get('queue');
+  const client = s.get('client');
+  const topic = s.get('topic');
+  const given = [lsn, queue ?? client, topic].filter((v) => v !== undefined).length;
+  if (given !== 1 || (queue !== undefined && client !== undefined)) throw new UsageError('give exactly one of --lsn N, --queue Q --seq S, --client C --seq S, or --topic FILTER');
+  if (lsn !== undefined) return { by: 'lsn', lsn: parseLsn('lsn', lsn) };
+  if (topic !== undefined) {
+    const problem = validateTopicFilter(topic);
+    if (problem !== undefined) throw new UsageError(`--topic '${topic}' is not an MQTT topic filter: ${problem}`);
+    const now = Date.now();
+    const since = s.get('since');
+    const until = s.get('until');
+    return { by: 'topic', filter: topic, since: since === undefined ? undefined : parseTime('since', since, now), until: until === undefined ? undefined : parseTime('until', until, now) };
+  }
+  if (seq === undefined) throw new UsageError(`--${queue !== undefined ? 'queue' : 'client'} needs --seq S`);
+  return { by: 'seq', destination: queue !== undefined ? `queue ${queue}` : `session ${client!}`, seq: parsePositiveInteger('seq', seq) };
+}
+
+function destinationsOf(body: MsgBody): Array<[string, number, string]> {
+  return [
+    ...(body.s ?? []).map(([c, seq, qos]): [string, number, string] => [`session ${c}`, seq, ` (qos ${qos})`]),
+    ...(body.u ?? []).map(([q, seq]): [string, number, string] => [`queue ${q}`, seq, '']),
+  ];
+}
+
+function isCandidate(selector: Selector, record: LogRecord, body: MsgBody): boolean {
+  switch (selector.by) {
+    case 'lsn': return record.lsn === selector.lsn;
+    case 'seq': return destinationsOf(body).some(([d, seq]) => d === selector.destination && seq === selector.seq);
+    case 'topic': {
+      if (selector.since !== undefined && record.timestamp < selector.since) return false;
+      if (selector.until !== undefined && record.timestamp > selector.until) return false;
+      return topicMatchesFilter(body.x !== undefined ? body.t.replaceAll('.', '/') : body.t, selector.filter);
+    }
+  }
+}
+
+function scan(source: ReturnType<typeof openSource>, selector: Selector, limit: number, io: InspectIo): MessageTrace[] {
+  const traces: MessageTrace[] = [];
+  // Open pairs: "destination#seq" → trace, and destination → its open pairs (for session end / queue delete).
+  const open = new Map<string, DestinationTrace>();
+  const byDestination = new Map<string, Set<string>>();
+  const start = selector.by === 'lsn' ? { lsn: selector.lsn } : selector.by === 'topic' && selector.since !== undefined ? { time: selector.since } : {};
+  const progress = new Progress(io, 'trace', source.lastLsn - source.firstLsn + 1);
+  const close = (key: string, trace: DestinationTrace, status: DestinationTrace['status'], step: Step): void => {
+    trace.steps.push(step);
+    trace.status = status;
+    open.delete(key);
+    byDestination.get(trace.destination)?.delete(key);
+  };
+  try {
+    for (const record of source.reader.read(start)) {
+      progress.tick();
+      const kind = kindName(record.kind);
+      const step = (what: string): Step => ({ lsn: record.lsn, timestamp: record.timestamp, what });
+      if (kind === 'msg') {
+        const body = record.body as MsgBody;
+        if (traces.length < limit && isCandidate(selector, record, body)) {
+          const destinations = destinationsOf(body).map(([destination, seq]): DestinationTrace => ({ destination, seq, steps: [], status: 'pending' }));
+          traces.push({ record, body, destinations });
+          for (const d of destinations) {
+            const key = `${d.destination}#${d.seq}`;
+            open.set(key, d);
+            const set = byDestination.get(d.destination) ?? new Set<string>();
+            set.add(key);
+            byDestination.set(d.destination, set);
+          }
+        }
+      } else if (open.size > 0) {
+        noteStep(record, kind, open, byDestination, close, step);
+      }
+      if (open.size === 0 && (traces.length >= limit || selector.by === 'lsn')) break;
+    }
+  } finally {
+    progress.finish();
+  }
+  return traces;
+}
+
+function noteStep(
+  record: LogRecord, kind: ReturnType<typeof kindName>, open: Map<string, DestinationTrace>, byDestination: Map<string, Set<string>>,
+  close: (key: string, trace: DestinationTrace, status: DestinationTrace['status'], step: Step) => void, step: (what: string) => Step,
+): void {
+  const body = record.body as Record<string, unknown>;
+  const refOf = (b: Record<string, unknown>): string => (typeof b['c'] === 'string' ? `session ${b['c']}` : `queue ${String(b['q'])}`);
+  switch (kind) {
+    case 'deliver': {
+      const destination = refOf(body);
+      for (const seq of (body as unknown as BodyOf['deliver']).s) open.get(`${destination}#${seq}`)?.steps.push(step('delivered'));
+      return;
+    }
+    case 'ack':
+    case 'drop': {
+      const destination = refOf(body);
+      const why = kind === 'ack' ? 'acked' : `dropped (${(body as unknown as BodyOf['drop']).why === 'purge' ? 'queue purged' : 'queue bound reached, oldest dropped'})`;
+      for (const seq of (body as unknown as BodyOf['ack']).s) {
+        const key = `${destination}#${seq}`;
+        const trace = open.get(key);
+        if (trace) close(key, trace, kind === 'ack' ? 'acked' : 'dropped', step(why));
+      }
+      return;
+    }
+    case 'rel': {
+      const rel = body as unknown as BodyOf['rel'];
+      if (rel.s === undefined || rel.clear) return;
+      const key = `session ${rel.c}#${rel.s}`;
+      const trace = open.get(key);
+      if (trace) close(key, trace, 'acked', step(`PUBREC received (QoS 2, packet ${rel.id}): finished`));
+      return;
+    }
+    case 'session':
+    case 'queue': {
+      const ended = kind === 'session' ? (body as unknown as BodyOf['session']).op === 'end' : (body as unknown as BodyOf['queue']).op === 'delete';
+      if (!ended) return;
+      const destination = kind === 'session' ? `session ${String(body['c'])}` : `queue ${String(body['n'])}`;
+      for (const key of [...(byDestination.get(destination) ?? [])]) {
+        const trace = open.get(key);
+        if (trace) close(key, trace, 'discarded', step(kind === 'session' ? 'discarded: the session ended (clean session)' : 'discarded: the queue was deleted'));
+      }
+      return;
+    }
+    default:
+  }
+}
+
+function publishedLine(t: MessageTrace): string {
+  const { body, record } = t;
+  const where = body.x !== undefined ? `exchange ${body.x || '(default)'} routing key ${body.t}` : `topic ${body.t}${body.qos !== undefined ? ` (qos ${body.qos})` : ''}`;
+  return `message LSN ${record.lsn} at ${isoTime(record.timestamp)}: published${body.from !== undefined ? ` by ${body.from}` : ''} to ${where}${body.r ? ' (retained value queued on subscribe)' : ''}, payload ${payloadPreview(body.p)}`;
+}
+
+function traceLines(t: MessageTrace): string[] {
+  const routed = destinationsOf(t.body).map(([d, seq, qos]) => `${d} seq ${seq}${qos}`);
+  const lines = [publishedLine(t), `  routed to: ${routed.length === 0 ? 'no durable destination' : routed.join(', ')}`];
+  for (const d of t.destinations) {
+    for (const s of d.steps) lines.push(`  LSN ${String(s.lsn).padStart(8)}  ${isoTime(s.timestamp)}  ${d.destination} seq ${d.seq}: ${s.what}`);
+    if (d.status === 'pending') lines.push(`  ${' '.repeat(14)}${' '.repeat(24)}  ${d.destination} seq ${d.seq}: still pending${d.steps.length > 0 ? ' (delivered, not acked)' : ''}`);
+  }
+  return lines;
+}
+
+function traceJson(t: MessageTrace): Record<string, unknown> {
+  return {
+    lsn: t.record.lsn, time: isoTime(t.record.timestamp), topic: t.body.t, exchange: t.body.x, from: t.body.from, qos: t.body.qos, bytes: t.body.p.length,
+    destinations: t.destinations.map((d) => ({ destination: d.destination, seq: d.seq, status: d.status, steps: d.steps.map((s) => ({ lsn: s.lsn, time: isoTime(s.timestamp), what: s.what })) })),
+  };
+}

@@ -36,6 +36,7 @@ let midLsn: number;
 let midState: EncodedState;
 let midTime: number;
 let helloLsn: number;
+let secondLsn: number;
 let lastLsn: number;
 let snapshotLsn: number;
 
@@ -57,6 +58,7 @@ beforeAll(async () => {
   await w.publish('pub1', 'sensors/t1', '{"celsius":21}', 1);
   await w.snapshot();
   snapshotLsn = w.broker.state.lastLsn;
+  secondLsn = w.log.nextLsn;
   await w.publish('pub1', 'a/c', 'second', 1);
   midLsn = w.broker.state.lastLsn;
   midTime = w.broker.state.lastTimestamp;
@@ -200,6 +202,44 @@ describe('inspect segments and stats', () => {
     const table = await inspect('stats', '--data', dir, '--from', '1', '--to', String(midLsn));
     expect(table.out).toContain(`${midLsn} record(s)`);
     expect(table.out).toContain('top topics');
+  });
+});
+
+describe('inspect trace', () => {
+  it('--lsn shows publish, routing, delivery and acks with LSN and time', async () => {
+    const r = await inspect('trace', '--data', dir, '--lsn', String(helloLsn));
+    expect(r.code).toBe(0);
+    expect(r.out).toContain(`message LSN ${helloLsn} at 2024-05-01T`);
+    expect(r.out).toContain('published by pub1 to topic a/b (qos 1), payload "hello" (5 B)');
+    expect(r.out).toMatch(/routed to: session sub1 seq 1 \(qos 1\), queue q1 seq 1/);
+    expect(r.out).toMatch(/LSN +\d+ {2}2024-\S+ {2}session sub1 seq 1: delivered/);
+    expect(r.out).toMatch(/session sub1 seq 1: acked/);
+    expect(r.out).toMatch(/queue q1 seq 1: acked/);
+  });
+
+  it('--queue/--seq and --client/--seq find the message; purge and session end are shown', async () => {
+    const byQueue = await inspect('trace', '--data', dir, '--queue', 'q1', '--seq', '3', '--json');
+    expect(byQueue.code).toBe(0);
+    const trace = JSON.parse(byQueue.out) as { lsn: number; destinations: Array<{ destination: string; status: string; steps: Array<{ what: string }> }> };
+    expect(trace.lsn).toBe(secondLsn);
+    expect(trace.destinations.find((d) => d.destination === 'queue q1')!.status).toBe('dropped');
+    expect(trace.destinations.find((d) => d.destination === 'queue q1')!.steps.map((s) => s.what)).toContain('dropped (queue purged)');
+    const session = trace.destinations.find((d) => d.destination === 'session sub1')!;
+    expect(session.status).toBe('discarded');
+    const byClient = await inspect('trace', '--data', dir, '--client', 'sub1', '--seq', '1');
+    expect(byClient.out).toContain(`message LSN ${helloLsn}`);
+  });
+
+  it('--topic lists every matching message; a pending one says so', async () => {
+    const r = await inspect('trace', '--data', dir, '--topic', 'a/+');
+    expect(r.code).toBe(0);
+    expect(r.out.match(/^message LSN/gm)?.length).toBeGreaterThanOrEqual(3);
+    const none = await inspect('trace', '--data', dir, '--topic', 'zzz/#');
+    expect(none.code).toBe(1);
+    expect(none.out).toContain('no matching message');
+    const bad = await inspect('trace', '--data', dir, '--queue', 'q1');
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain('needs --seq');
   });
 });
 
