@@ -1,72 +1,77 @@
 /**
- * The MQTT front end against the real broker core, driven by MQTT.js (a real,
- * unmodified client) over TCP, plus one raw-socket test for what MQTT.js will
- * not do on purpose (resend a QoS 2 PUBLISH with DUP before PUBREL).
- *
- * The broker runs on an in-memory log that MessagePack-encodes bodies as the
- * segmented log does (the segmented log is not wired to the broker yet), and
- * that a test can make fail to check that nothing is acknowledged then.
+ * The MQTT front end against the real broker on the real segmented log (a
+ * data directory under the OS temp dir), driven by MQTT.js (a real,
+ * unmodified client) over TCP, plus raw-socket tests for what MQTT.js will not
+ * do on purpose (resend a QoS 2 PUBLISH with DUP before PUBREL, publish to a
+ * wildcard topic).
  *
  * Covered: the article's retained home/+/temp example with its exact output,
  * QoS 0/1/2 in both directions, persistent sessions (offline queue,
- * session_present), clean sessions discarding state, takeover, wills on an
- * abnormal close and not after DISCONNECT, CONNACK 4 and 5, the QoS 2 DUP
- * resend, and a failed log closing the connection without PUBACK.
+ * session_present) also across a broker restart, clean sessions discarding
+ * state, takeover, wills on an abnormal close and not after DISCONNECT,
+ * CONNACK 4 and 5, the QoS 2 DUP resend, and a failing fdatasync closing the
+ * connection without PUBACK.
  */
+import * as fs from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { connect as netConnect, type Socket } from 'node:net';
-import { decode, encode } from '@msgpack/msgpack';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
 import { generate, parser as createParser, type IConnackPacket, type IPublishPacket, type Packet } from 'mqtt-packet';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { hashPassword, parseUsersFile, type Users } from '../../src/auth/users.js';
-import { Broker, type BrokerLog } from '../../src/core/broker.js';
-import type { CoreAppendRecord } from '../../src/core/record-log.js';
+import { Broker } from '../../src/core/broker.js';
+import { SegmentedLog, type LogFileSystem } from '../../src/log/index.js';
 import { silentLogger } from '../../src/logger.js';
-import type { BrokerRecord } from '../../src/projections/records.js';
 import { startMqttServer, type MqttServer } from '../../src/protocols/mqtt/server.js';
 
-class EncodingMemoryLog implements BrokerLog {
-  readonly encoded: Array<{ lsn: number; kind: number; timestamp: number; body: Uint8Array }> = [];
-  failed: Error | undefined = undefined;
-  get nextLsn(): number {
-    return this.encoded.length + 1;
-  }
-  append(records: readonly CoreAppendRecord[]): Promise<number[]> {
-    if (this.failed !== undefined) return Promise.reject(this.failed);
-    const lsns = records.map((record) => {
-      const lsn = this.nextLsn;
-      this.encoded.push({ lsn, kind: record.kind, timestamp: record.timestamp, body: encode(record.body) });
-      return lsn;
-    });
-    // Durable one macrotask later, as an fsync would be, so acks really wait.
-    return new Promise((resolve) => setImmediate(() => resolve(lsns)));
-  }
-  *read(from: { lsn?: number } = {}): IterableIterator<BrokerRecord> {
-    for (const record of this.encoded.slice(Math.max(0, (from.lsn ?? 1) - 1))) yield { ...record, body: decode(record.body) };
-  }
-}
+/** The real file system, with a switch that makes every fdatasync fail with EIO. */
+const fileSystem: LogFileSystem & { failSync: boolean } = {
+  failSync: false,
+  write: (fd, buffer, offset, length, position, callback) => fs.write(fd, buffer, offset, length, position, callback),
+  fdatasync(fd, callback) {
+    if (this.failSync) setImmediate(() => callback(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' })));
+    else fs.fdatasync(fd, callback);
+  },
+};
 
-let log: EncodingMemoryLog;
+let dataDir: string;
+let log: SegmentedLog;
 let broker: Broker;
 let server: MqttServer;
 const clients: MqttClient[] = [];
 const sockets: Socket[] = [];
 
-async function startServer(users?: Users): Promise<void> {
-  await server?.close();
+async function boot(users?: Users): Promise<void> {
+  log = await SegmentedLog.open({ dir: dataDir, logger: silentLogger(), fileSystem });
+  broker = Broker.open({ log, logger: silentLogger() });
   server = await startMqttServer({ core: broker.mqtt, host: '127.0.0.1', port: 0, logger: silentLogger(), ...(users ? { users } : {}) });
 }
 
+async function shutDown(): Promise<void> {
+  await server.close();
+  await broker.flush();
+  await log.close().catch(() => undefined);
+}
+
+/** Stop and start the broker on the same data directory: everything comes back by replay. */
+async function restart(users?: Users): Promise<void> {
+  await shutDown();
+  await boot(users);
+}
+
 beforeEach(async () => {
-  log = new EncodingMemoryLog();
-  broker = Broker.open({ log, logger: silentLogger() });
-  server = await startMqttServer({ core: broker.mqtt, host: '127.0.0.1', port: 0, logger: silentLogger() });
+  fileSystem.failSync = false;
+  dataDir = await mkdtemp(join(tmpdir(), 'cairn-mqtt-'));
+  await boot();
 });
 
 afterEach(async () => {
   for (const client of clients.splice(0)) client.end(true);
   for (const socket of sockets.splice(0)) socket.destroy();
-  await server.close();
+  await shutDown();
+  await rm(dataDir, { recursive: true, force: true });
 });
 
 /** Connect with MQTT.js; resolves with the client and its CONNACK, rejects with the refusal. */
@@ -96,6 +101,11 @@ async function until(condition: () => boolean, timeoutMs = 2_000): Promise<void>
     if (Date.now() > deadline) throw new Error('condition not met in time');
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
+}
+
+function within<T>(timeoutMs: number, promise: Promise<T>): Promise<T> {
+  const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`not settled within ${timeoutMs} ms`)), timeoutMs));
+  return Promise.race([promise, timeout]);
 }
 
 const settle = (ms = 100): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -170,6 +180,32 @@ describe('sessions', () => {
     await until(() => broker.sessions.get('cold-room-worker')?.state.pending.size === 0);
   });
 
+  it('brings back a persistent session, its queue and retained values after a broker restart', async () => {
+    const worker = await open('cold-room-worker', { clean: false });
+    await worker.client.subscribeAsync('plant/+/alarm', { qos: 1 });
+    await worker.client.endAsync();
+    await publishOnce('plant/room1/alarm', '{"seq": 1}', { qos: 1 });
+    await publishOnce('plant/room2/alarm', '{"seq": 2}', { qos: 1 });
+    await publishOnce('plant/status', 'online', { qos: 1, retain: true });
+
+    await restart();
+    expect(broker.recovery).toMatchObject({ sessions: 1, pendingMessages: 2 });
+
+    const client = mqtt.connect(`mqtt://127.0.0.1:${server.port}`, { clientId: 'cold-room-worker', clean: false, protocolVersion: 4, reconnectPeriod: 0 });
+    clients.push(client);
+    const { lines } = collect(client);
+    const connack = await new Promise<IConnackPacket>((resolve) => client.once('connect', resolve));
+    expect(connack.sessionPresent).toBe(true);
+    await until(() => lines.length === 2);
+    expect(lines).toEqual(['plant/room1/alarm {"seq": 1}', 'plant/room2/alarm {"seq": 2}']);
+
+    const { client: dashboard } = await open('dashboard');
+    const dashboardLines = collect(dashboard).lines;
+    await dashboard.subscribeAsync('plant/status', { qos: 1 });
+    await until(() => dashboardLines.length === 1);
+    expect(dashboardLines).toEqual(['plant/status online']);
+  });
+
   it('discards a stored session on clean_session=1 [MQTT-3.1.2-6]', async () => {
     const first = await open('temp', { clean: false });
     await first.client.subscribeAsync('news/#', { qos: 1 });
@@ -232,7 +268,7 @@ describe('wills', () => {
 describe('authentication', () => {
   it('answers a wrong password with CONNACK 4 and a user without MQTT permission with CONNACK 5', async () => {
     const hash = await hashPassword('s3cret');
-    await startServer(parseUsersFile(JSON.stringify({ users: [{ username: 'probe', password: hash }, { username: 'web', password: hash, mqtt: false }] }), 'test'));
+    await restart(parseUsersFile(JSON.stringify({ users: [{ username: 'probe', password: hash }, { username: 'web', password: hash, mqtt: false }] }), 'test'));
     const good = await open('probe-1', { username: 'probe', password: 's3cret' });
     expect(good.connack.returnCode).toBe(0);
     await expect(open('probe-2', { username: 'probe', password: 'wrong' })).rejects.toMatchObject({ code: 4 });
@@ -314,9 +350,9 @@ describe('raw socket', () => {
     const raw = await RawClient.open(server.port);
     raw.send({ cmd: 'connect', protocolId: 'MQTT', protocolVersion: 4, clientId: 'doomed', clean: true, keepalive: 30 });
     expect(await raw.next()).toMatchObject({ cmd: 'connack', returnCode: 0 });
-    log.failed = new Error('fdatasync: EIO');
+    fileSystem.failSync = true;
     raw.send({ cmd: 'publish', topic: 'audit/x', payload: Buffer.from('x'), qos: 1, messageId: 9, retain: false, dup: false });
-    await raw.closed;
+    await within(2_000, raw.closed);
     expect(raw.pending()).toBe(0);
   });
 
@@ -325,7 +361,7 @@ describe('raw socket', () => {
     raw.send({ cmd: 'connect', protocolId: 'MQTT', protocolVersion: 4, clientId: 'wild', clean: true, keepalive: 30 });
     expect(await raw.next()).toMatchObject({ cmd: 'connack', returnCode: 0 });
     raw.send({ cmd: 'publish', topic: 'a/#', payload: Buffer.from('x'), qos: 0, retain: false, dup: false });
-    await raw.closed;
+    await within(2_000, raw.closed);
     const { client } = await open('still-fine');
     await client.publishAsync('a/b', 'ok', { qos: 1 });
   });
