@@ -96,7 +96,11 @@ export class Metrics {
     this.drops = new Counter({ name: metricNames.drops, help: 'Messages dropped because a session or queue was at its bound', labelNames: ['destination'] as const, registers });
     this.connections = new Gauge({ name: metricNames.connections, help: 'Open client connections, by protocol', labelNames: ['protocol'] as const, registers });
     this.connectionsOpened = new Counter({ name: metricNames.connectionsOpened, help: 'Client connections accepted, by protocol', labelNames: ['protocol'] as const, registers });
+    // Every series exists from the start at 0, so rate() and dashboards see it before the first event.
+    for (const destination of ['session', 'queue'] as const) this.drops.inc({ destination }, 0);
     for (const protocol of metricsProtocols) {
+      messagesIn.inc({ protocol }, 0);
+      messagesOut.inc({ protocol }, 0);
       this.connections.set({ protocol }, 0);
       this.connectionsOpened.inc({ protocol }, 0);
     }
