@@ -1,0 +1,344 @@
+/**
+ * One AMQP channel: its frames in (content assembly, then the flat method
+ * dispatch in dispatch.ts), its deliveries out, and the state that lives as
+ * long as it does — consumers, unacknowledged deliveries by delivery tag,
+ * prefetch limits, flow, publisher confirms and ordered method replies.
+ *
+ * Life cycle:  open ──channel.close from client──▶ (close-ok sent) finished
+ *               └──error──▶ closing (channel.close sent) ──close-ok / close──▶ finished
+ *
+ * Invariants:
+ * - Delivery tags count from 1 per channel; `unacked` holds every delivery
+ *   not yet settled, in tag order (a Map keeps insertion order).
+ * - `consumerUnacked` == sum of `unacked` of the channel's consumers' entries,
+ *   and each consumer's `unacked` counts its entries: prefetch decisions rely on it.
+ * - Once the channel stops being open (either way), teardown runs exactly
+ *   once: consumers are cancelled, every unacked delivery goes back to its
+ *   queue with redelivered=true, pending confirms and replies are dropped.
+ * - While closing, every frame but channel.close and channel.close-ok is
+ *   ignored (spec 2.2.4: "after sending close ... discard all frames").
+ */
+import type { Logger } from 'pino';
+import { assert } from '../../assert.js';
+import type { AmqpCore, Durable, QueueDelivery } from '../../core/api.js';
+import {
+  CLASS_ID, decodeMethod, FRAME_TYPE, METHOD_ID, REPLY_CODE,
+  type AmqpMethodInput, type ContentMethodInput, type Frame,
+} from './codec/index.js';
+import { ContentAssembler } from './content-assembler.js';
+import { ChannelConsumer, type ConsumerChannel } from './consumer.js';
+import { dispatchChannelMethod, publishAssembled } from './dispatch.js';
+import { AmqpChannelError, AmqpConnectionError, AmqpLogFailedError, type WireError } from './errors.js';
+import type { AmqpLimits } from './limits.js';
+import { OrderedReplies } from './ordered-replies.js';
+import { PublisherConfirms } from './publisher-confirms.js';
+
+/** What a channel needs from its connection. */
+export interface ChannelHost {
+  readonly core: AmqpCore;
+  /** Identifies the connection to the core (exclusive queues, publisher id). */
+  readonly owner: string;
+  readonly limits: AmqpLimits;
+  readonly logger: Logger;
+  /** The client said consumer_cancel_notify in its capabilities. */
+  readonly consumerCancelNotify: boolean;
+  /** The connection is open and its socket is not congested. */
+  acceptsDeliveries(): boolean;
+  sendMethod(channel: number, method: AmqpMethodInput): void;
+  sendMessage(channel: number, method: ContentMethodInput, properties: Uint8Array, body: Uint8Array): void;
+  /** An error outside frame handling (a Durable rejected): map it as if a frame had caused it. */
+  fail(error: unknown, channel: number): void;
+  /** The channel finished closing: its number may be opened again. */
+  channelFinished(channel: number): void;
+}
+
+export type ChannelState = 'open' | 'closing' | 'finished';
+
+interface UnackedDelivery {
+  readonly delivery: QueueDelivery;
+  /** Undefined for basic.get deliveries, which no prefetch limit counts. */
+  readonly consumer: ChannelConsumer | undefined;
+}
+
+export type SettleOutcome = 'ack' | 'reject' | 'requeue';
+
+export class AmqpChannel implements ConsumerChannel {
+  private stateValue: ChannelState = 'open';
+  private tornDown = false;
+  readonly consumers = new Map<string, ChannelConsumer>();
+  private readonly unacked = new Map<number, UnackedDelivery>();
+  private nextDeliveryTag = 1;
+  private consumerUnacked = 0;
+  private confirmsValue: PublisherConfirms | undefined;
+  readonly replies: OrderedReplies;
+  readonly assembler: ContentAssembler;
+  /** basic.qos global=false: the prefetch of consumers created from now on (0: unlimited). */
+  consumerPrefetch = 0;
+  /** basic.qos global=true: the limit on all of this channel's consumers' unacked deliveries together. */
+  channelPrefetch = 0;
+  /** channel.flow from the client: false asks us to stop delivering. */
+  private flowActive = true;
+  /** The last queue declared on this channel: what an empty queue name means (spec "queue-name" domain). */
+  lastQueueName: string | undefined = undefined;
+
+  constructor(
+    readonly number: number,
+    readonly host: ChannelHost,
+  ) {
+    this.replies = new OrderedReplies((error) => this.host.fail(new AmqpLogFailedError('a declaration could not be made durable: the log failed', error), this.number));
+    this.assembler = new ContentAssembler(host.limits.messageBytesMax);
+  }
+
+  get state(): ChannelState {
+    return this.stateValue;
+  }
+
+  get core(): AmqpCore {
+    return this.host.core;
+  }
+
+  get confirms(): PublisherConfirms | undefined {
+    return this.confirmsValue;
+  }
+
+  // ─────────────────────────── inbound ───────────────────────────
+
+  /** One frame for this channel, in arrival order. Throws for the connection to map. */
+  receive(frame: Frame): void {
+    if (this.stateValue === 'closing') {
+      this.receiveWhileClosing(frame);
+      return;
+    }
+    assert(this.stateValue === 'open', `frame routed to a ${this.stateValue} channel`);
+    const expecting = this.assembler.expecting;
+    if (expecting === 'method') {
+      if (frame.type !== FRAME_TYPE.METHOD) throw unexpectedFrame(frame, this.number, 'a method frame');
+      dispatchChannelMethod(this, decodeMethod(frame.payload));
+      return;
+    }
+    if (expecting === 'header') {
+      if (frame.type !== FRAME_TYPE.HEADER) throw unexpectedFrame(frame, this.number, 'the content header of basic.publish');
+      const message = this.assembler.header(frame.payload);
+      if (message) publishAssembled(this, message);
+      return;
+    }
+    if (frame.type !== FRAME_TYPE.BODY) throw unexpectedFrame(frame, this.number, 'a body frame of basic.publish');
+    const message = this.assembler.bodyFrame(frame.payload);
+    if (message) publishAssembled(this, message);
+  }
+
+  /** Spec 2.2.4: a closing channel discards everything except close and close-ok. */
+  private receiveWhileClosing(frame: Frame): void {
+    if (frame.type !== FRAME_TYPE.METHOD || frame.payload.length < 4) return;
+    const classId = frame.payload.readUInt16BE(0);
+    const methodId = frame.payload.readUInt16BE(2);
+    if (classId !== CLASS_ID.CHANNEL) return;
+    if (methodId === METHOD_ID.CHANNEL.CLOSE) {
+      // Both sides closed at once: answer theirs, and ours is answered too.
+      this.host.sendMethod(this.number, { name: 'channel.close-ok' });
+      this.finish();
+    } else if (methodId === METHOD_ID.CHANNEL.CLOSE_OK) {
+      this.finish();
+    }
+  }
+
+  // ─────────────────────────── replies ───────────────────────────
+
+  sendMethod(method: AmqpMethodInput): void {
+    if (this.stateValue !== 'open') return;
+    this.host.sendMethod(this.number, method);
+  }
+
+  /** A synchronous reply, in request order, once `durable` resolved; nothing when the client said no-wait. */
+  reply(durable: Durable, noWait: boolean, method: AmqpMethodInput, afterSend?: () => void): void {
+    if (noWait) {
+      durable?.catch((error: unknown) => this.host.fail(new AmqpLogFailedError(`${method.name}: the log failed`, error), this.number));
+      afterSend?.();
+      return;
+    }
+    this.replies.add(durable, () => {
+      if (this.stateValue !== 'open') return;
+      this.sendMethod(method);
+      afterSend?.();
+    });
+  }
+
+  /** The queue an empty queue name stands for; 530 like RabbitMQ when none was declared. */
+  queueNameOf(name: string): string {
+    if (name !== '') return name;
+    if (this.lastQueueName === undefined) throw new AmqpConnectionError(REPLY_CODE.NOT_ALLOWED, 'no previously declared queue on this channel');
+    return this.lastQueueName;
+  }
+
+  enableConfirms(): void {
+    this.confirmsValue ??= new PublisherConfirms((deliveryTag, multiple, outcome) => {
+      if (outcome === 'ack') this.sendMethod({ name: 'basic.ack', deliveryTag, multiple });
+      else this.sendMethod({ name: 'basic.nack', deliveryTag, multiple, requeue: false });
+    });
+  }
+
+  setFlow(active: boolean): void {
+    this.flowActive = active;
+    if (active) this.dispatchConsumers();
+  }
+
+  // ─────────────────────────── deliveries ───────────────────────────
+
+  canDeliverTo(consumer: ChannelConsumer): boolean {
+    if (this.stateValue !== 'open' || !this.flowActive || !consumer.active || !this.host.acceptsDeliveries()) return false;
+    // Prefetch bounds acknowledged delivery only (RabbitMQ ignores it for no-ack consumers).
+    if (consumer.noAck) return true;
+    if (consumer.prefetch !== 0 && consumer.unacked >= consumer.prefetch) return false;
+    return this.channelPrefetch === 0 || this.consumerUnacked < this.channelPrefetch;
+  }
+
+  deliver(consumer: ChannelConsumer, delivery: QueueDelivery): void {
+    assert(this.stateValue === 'open' && consumer.active, 'delivery to a consumer that cannot accept');
+    const deliveryTag = this.nextDeliveryTag++;
+    if (!consumer.noAck) {
+      this.unacked.set(deliveryTag, { delivery, consumer });
+      consumer.unacked++;
+      this.consumerUnacked++;
+    }
+    const { message } = delivery;
+    this.host.sendMessage(this.number, {
+      name: 'basic.deliver', consumerTag: consumer.tag, deliveryTag, redelivered: delivery.redelivered,
+      exchange: message.exchange, routingKey: message.routingKey,
+    }, message.properties, message.body);
+  }
+
+  /** basic.get-ok: a delivery no consumer owns. */
+  deliverGot(delivery: QueueDelivery, noAck: boolean, messageCount: number): void {
+    const deliveryTag = this.nextDeliveryTag++;
+    if (!noAck) this.unacked.set(deliveryTag, { delivery, consumer: undefined });
+    const { message } = delivery;
+    this.host.sendMessage(this.number, {
+      name: 'basic.get-ok', deliveryTag, redelivered: delivery.redelivered,
+      exchange: message.exchange, routingKey: message.routingKey, messageCount,
+    }, message.properties, message.body);
+  }
+
+  /** basic.return: a mandatory message no queue took. */
+  returnMessage(replyCode: number, replyText: string, exchange: string, routingKey: string, properties: Uint8Array, body: Uint8Array): void {
+    if (this.stateValue !== 'open') return;
+    this.host.sendMessage(this.number, { name: 'basic.return', replyCode, replyText, exchange, routingKey }, properties, body);
+  }
+
+  /** The queue was deleted under the consumer: tell the client if it listens (consumer_cancel_notify). */
+  consumerCancelledByBroker(consumer: ChannelConsumer): void {
+    if (this.consumers.get(consumer.tag) !== consumer) return;
+    this.consumers.delete(consumer.tag);
+    consumer.active = false;
+    if (this.host.consumerCancelNotify) this.sendMethod({ name: 'basic.cancel', consumerTag: consumer.tag, noWait: true });
+  }
+
+  /** Ask each queue this channel consumes from to deliver: prefetch capacity, flow or the socket freed up. */
+  dispatchConsumers(): void {
+    if (this.stateValue !== 'open') return;
+    const queues = new Set<string>();
+    for (const consumer of this.consumers.values()) queues.add(consumer.queue);
+    for (const queue of queues) this.core.dispatch(queue);
+  }
+
+  // ─────────────────────────── settlement ───────────────────────────
+
+  /**
+   * basic.ack / nack / reject. `multiple` settles every unacked tag up to and
+   * including `deliveryTag`; tag 0 with multiple means all of them. An unknown
+   * tag is 406 PRECONDITION_FAILED, as RabbitMQ answers.
+   */
+  settle(deliveryTag: number, multiple: boolean, outcome: SettleOutcome): void {
+    const taken: UnackedDelivery[] = [];
+    if (multiple && deliveryTag === 0) {
+      taken.push(...this.unacked.values());
+      this.unacked.clear();
+    } else {
+      if (!this.unacked.has(deliveryTag)) throw new AmqpChannelError(REPLY_CODE.PRECONDITION_FAILED, `unknown delivery tag ${deliveryTag}`);
+      if (multiple) {
+        for (const [tag, entry] of this.unacked) {
+          if (tag > deliveryTag) break;
+          taken.push(entry);
+          this.unacked.delete(tag);
+        }
+      } else {
+        taken.push(this.unacked.get(deliveryTag)!);
+        this.unacked.delete(deliveryTag);
+      }
+    }
+    for (const entry of taken) this.release(entry);
+    for (const entry of taken) this.core.settle(entry.delivery, outcome);
+    this.dispatchConsumers();
+  }
+
+  /** basic.recover requeue=true: every unacked delivery back to its queue, redelivered. */
+  recover(): void {
+    this.settle(0, true, 'requeue');
+  }
+
+  private release(entry: UnackedDelivery): void {
+    const consumer = entry.consumer;
+    if (consumer === undefined) return;
+    consumer.unacked--;
+    this.consumerUnacked--;
+    assert(consumer.unacked >= 0 && this.consumerUnacked >= 0, 'unacked counts went negative');
+  }
+
+  // ─────────────────────────── closing ───────────────────────────
+
+  /** The client sent channel.close: tear down, answer close-ok, free the number. */
+  closeByClient(): void {
+    assert(this.stateValue === 'open', 'client close of a channel that is not open');
+    this.teardown();
+    this.host.sendMethod(this.number, { name: 'channel.close-ok' });
+    this.finish();
+  }
+
+  /** A channel error: send channel.close and wait for close-ok, discarding everything else. */
+  closeWithError(error: WireError): void {
+    if (this.stateValue !== 'open') return;
+    // Confirms already earned go out before the close, or the client would count them lost.
+    this.confirmsValue?.flush();
+    this.host.sendMethod(this.number, {
+      name: 'channel.close', replyCode: error.replyCode, replyText: error.replyText,
+      failedClassId: error.classId, failedMethodId: error.methodId,
+    });
+    this.stateValue = 'closing';
+    this.teardown();
+  }
+
+  /** The connection is going away: release everything without a word on the wire. */
+  abandon(): void {
+    this.teardown();
+    this.stateValue = 'finished';
+  }
+
+  private finish(): void {
+    this.teardown();
+    this.stateValue = 'finished';
+    this.host.channelFinished(this.number);
+  }
+
+  /** Runs once: cancel consumers, requeue unacked deliveries (redelivered=true), drop pending confirms and replies. */
+  private teardown(): void {
+    if (this.tornDown) return;
+    this.tornDown = true;
+    this.confirmsValue?.close();
+    this.replies.close();
+    this.assembler.reset();
+    const consumers = [...this.consumers.values()];
+    this.consumers.clear();
+    for (const consumer of consumers) {
+      consumer.active = false;
+      this.core.cancel(consumer.queue, consumer);
+    }
+    const pending = [...this.unacked.values()];
+    this.unacked.clear();
+    this.consumerUnacked = 0;
+    for (const entry of pending) this.core.settle(entry.delivery, 'requeue');
+  }
+}
+
+function unexpectedFrame(frame: Frame, channel: number, expected: string): AmqpConnectionError {
+  const kind = frame.type === FRAME_TYPE.METHOD ? 'method' : frame.type === FRAME_TYPE.HEADER ? 'content header' : 'body';
+  return new AmqpConnectionError(REPLY_CODE.UNEXPECTED_FRAME, `expected ${expected} on channel ${channel}, got a ${kind} frame`);
+}

@@ -1,0 +1,59 @@
+/**
+ * basic.qos, basic.consume and basic.cancel: who gets deliveries from a
+ * queue, and how many each may hold unacknowledged.
+ *
+ * basic.qos follows RabbitMQ: global=false sets the prefetch of consumers
+ * created afterwards on this channel; global=true limits all of the
+ * channel's consumers together. prefetch-size is not implemented (540), as
+ * in RabbitMQ.
+ */
+import { randomBytes } from 'node:crypto';
+import type { AmqpChannel } from '../channel.js';
+import { REPLY_CODE, type AmqpMethodNamed } from '../codec/index.js';
+import { ChannelConsumer } from '../consumer.js';
+import { AmqpChannelError, AmqpConnectionError } from '../errors.js';
+
+export function handleBasicQos(channel: AmqpChannel, method: AmqpMethodNamed<'basic.qos'>): void {
+  if (method.prefetchSize !== 0) {
+    throw new AmqpChannelError(REPLY_CODE.NOT_IMPLEMENTED, `prefetch_size=${method.prefetchSize}: only prefetch_count is supported by Cairn`);
+  }
+  if (method.global) channel.channelPrefetch = method.prefetchCount;
+  else channel.consumerPrefetch = method.prefetchCount;
+  channel.sendMethod({ name: 'basic.qos-ok' });
+  // A raised limit may let waiting messages through.
+  channel.dispatchConsumers();
+}
+
+export function handleBasicConsume(channel: AmqpChannel, method: AmqpMethodNamed<'basic.consume'>): void {
+  const queue = channel.queueNameOf(method.queue);
+  const argumentNames = Object.keys(method.arguments);
+  if (argumentNames.length > 0) {
+    throw new AmqpChannelError(REPLY_CODE.NOT_IMPLEMENTED, `basic.consume argument(s) ${argumentNames.map((name) => `'${name}'`).join(', ')} not supported by Cairn (no consumer arguments are implemented)`);
+  }
+  const tag = method.consumerTag === '' ? `amq.ctag-${randomBytes(16).toString('base64url')}` : method.consumerTag;
+  // RabbitMQ: reusing a tag on the channel is a connection error (530).
+  if (channel.consumers.has(tag)) throw new AmqpConnectionError(REPLY_CODE.NOT_ALLOWED, `attempt to reuse consumer tag '${tag}'`);
+  if (channel.consumers.size >= channel.host.limits.consumersPerChannelMax) {
+    throw new AmqpChannelError(REPLY_CODE.PRECONDITION_FAILED, `channel ${channel.number} already has ${channel.consumers.size} consumers (consumersPerChannelMax)`);
+  }
+  const consumer = new ChannelConsumer(tag, queue, method.noAck, channel.consumerPrefetch, channel);
+  // Inactive until consume-ok is written: core.consume's own dispatch skips it.
+  channel.core.consume(queue, consumer, { exclusive: method.exclusive, owner: channel.host.owner });
+  channel.consumers.set(tag, consumer);
+  channel.reply(undefined, method.noWait, { name: 'basic.consume-ok', consumerTag: tag }, () => {
+    if (channel.consumers.get(tag) !== consumer) return;
+    consumer.active = true;
+    channel.core.dispatch(queue);
+  });
+}
+
+/** Unknown tags get cancel-ok too (RabbitMQ): the consumer may have been cancelled by the broker meanwhile. */
+export function handleBasicCancel(channel: AmqpChannel, method: AmqpMethodNamed<'basic.cancel'>): void {
+  const consumer = channel.consumers.get(method.consumerTag);
+  if (consumer !== undefined) {
+    channel.consumers.delete(method.consumerTag);
+    consumer.active = false;
+    channel.core.cancel(consumer.queue, consumer);
+  }
+  channel.reply(undefined, method.noWait, { name: 'basic.cancel-ok', consumerTag: method.consumerTag });
+}

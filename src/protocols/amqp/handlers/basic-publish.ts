@@ -1,0 +1,38 @@
+/**
+ * basic.publish: the method starts content assembly (channel.ts); once the
+ * body is complete the message goes to the core here.
+ *
+ * Order on the wire for one publish, as RabbitMQ and pika expect:
+ * basic.return (mandatory and unroutable) first, then the confirm, and the
+ * confirm only after the message is durable (publisher-confirms.ts).
+ */
+import type { AmqpChannel } from '../channel.js';
+import { DELIVERY_MODE, deliveryModeOf, REPLY_CODE, type AmqpMethodNamed } from '../codec/index.js';
+import type { AssembledMessage } from '../content-assembler.js';
+import { AmqpChannelError } from '../errors.js';
+
+export function handleBasicPublish(channel: AmqpChannel, method: AmqpMethodNamed<'basic.publish'>): void {
+  if (method.immediate) {
+    // RabbitMQ dropped immediate in 3.0 with the same answer.
+    throw new AmqpChannelError(REPLY_CODE.NOT_IMPLEMENTED, 'immediate=true is not supported by Cairn; use mandatory, consumer acks or TTL-free queues');
+  }
+  channel.assembler.start(method);
+}
+
+export function publishAssembled(channel: AmqpChannel, message: AssembledMessage): void {
+  const { method, properties, body } = message;
+  const result = channel.core.publish(
+    { exchange: method.exchange, routingKey: method.routingKey, body, properties },
+    { persistent: deliveryModeOf(properties) === DELIVERY_MODE.PERSISTENT, from: channel.host.owner },
+  );
+  if (!result.routed && method.mandatory) {
+    channel.returnMessage(REPLY_CODE.NO_ROUTE, 'NO_ROUTE', method.exchange, method.routingKey, properties, body);
+  }
+  const confirms = channel.confirms;
+  if (confirms !== undefined) {
+    confirms.track(result.durable);
+  } else {
+    // Nobody waits for this Durable; a failed log shows up on the next command that does.
+    result.durable?.catch((error: unknown) => channel.host.logger.debug({ err: error }, 'AMQP unconfirmed publish not made durable'));
+  }
+}

