@@ -170,7 +170,7 @@ export class Broker {
   /** Snapshot the state as of now, once everything up to it is durable; then let retention drop old segments. */
   async snapshot(): Promise<number | undefined> {
     const { writeSnapshot } = this.log;
-    if (!writeSnapshot || this.snapshotting) return undefined;
+    if (!writeSnapshot || this.snapshotting || this.state.lastLsn === 0) return undefined;
     this.snapshotting = true;
     try {
       this.committer.flushSettled();
