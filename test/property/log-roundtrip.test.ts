@@ -40,7 +40,13 @@ const step = fc.record({
 });
 
 /** Appends the steps, checking LSN assignment as it goes; returns the records in LSN order. */
-async function appendSteps(log: SegmentedLog, steps: readonly fc.RecordValue<{ records: AppendRecord[]; mode: 'one call' | 'appendOne each'; awaitAfter: boolean }>[]): Promise<AppendRecord[]> {
+interface Step {
+  readonly records: AppendRecord[];
+  readonly mode: 'one call' | 'appendOne each';
+  readonly awaitAfter: boolean;
+}
+
+async function appendSteps(log: SegmentedLog, steps: readonly Step[]): Promise<AppendRecord[]> {
   const expected: AppendRecord[] = [];
   const inFlight: Promise<void>[] = [];
   for (const { records, mode, awaitAfter } of steps) {

@@ -65,7 +65,7 @@ describe('snapshots', () => {
         if ('truncateAt' in how) fs.truncateSync(path, how.truncateAt % size);
         else {
           const bytes = fs.readFileSync(path);
-          bytes[how.flipAt % size] ^= how.xor;
+          bytes[how.flipAt % size] = bytes[how.flipAt % size]! ^ how.xor;
           fs.writeFileSync(path, bytes);
         }
         const warnings: string[] = [];

@@ -1,0 +1,208 @@
+/**
+ * Unit tests of the log's edges: directories that are not logs, bad headers,
+ * injected write and fsync failures, bad records, closing, the frame layout,
+ * and the offline reader's report.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { nodeFileSystem, type LogFileSystem } from './file-system.js';
+import {
+  DiskFullError,
+  InvalidRecordError,
+  LogClosedError,
+  LogFailedError,
+  NotACairnLogError,
+  openLogReader,
+  SegmentedLog,
+  SegmentHeaderError,
+  type AppendRecord,
+} from './index.js';
+import { encodeFrame, frameBytesMax } from './record.js';
+
+const root = fs.mkdtempSync(join(os.tmpdir(), 'cairn-log-unit-'));
+afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
+let dirCounter = 0;
+const freshDir = (): string => join(root, String(dirCounter++));
+const rec = (i: number): AppendRecord => ({ kind: 1, timestamp: i, body: { i } });
+
+function errnoError(code: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(`${code}: injected`), { code });
+}
+
+/** The real file system, except that the n-th fdatasync (or write) fails with `code`. */
+function faultyFileSystem(fault: { call: 'write' | 'fdatasync'; nth: number; code: string; delayMs?: number }): LogFileSystem & { calls: { write: number; fdatasync: number } } {
+  const calls = { write: 0, fdatasync: 0 };
+  return {
+    calls,
+    write: (fd, buffer, offset, length, position, callback) => {
+      calls.write += 1;
+      if (fault.call === 'write' && calls.write === fault.nth) return void setImmediate(() => callback(errnoError(fault.code), 0));
+      nodeFileSystem.write(fd, buffer, offset, length, position, callback);
+    },
+    fdatasync: (fd, callback) => {
+      calls.fdatasync += 1;
+      if (fault.call === 'fdatasync' && calls.fdatasync === fault.nth) return void setTimeout(() => callback(errnoError(fault.code)), fault.delayMs ?? 0);
+      nodeFileSystem.fdatasync(fd, callback);
+    },
+  };
+}
+
+describe('directories that are not logs', () => {
+  it('refuses a directory holding foreign files, and leaves them alone', async () => {
+    const dir = freshDir();
+    fs.mkdirSync(dir);
+    fs.writeFileSync(join(dir, 'notes.txt'), 'mine');
+    const error = await SegmentedLog.open({ dir }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(NotACairnLogError);
+    expect((error as NotACairnLogError).code).toBe('ENOTCAIRN');
+    expect((error as Error).message).toContain('notes.txt');
+    expect(fs.readdirSync(dir)).toEqual(['notes.txt']);
+    expect(() => openLogReader(dir)).toThrow(NotACairnLogError);
+  });
+
+  it('creates a log in a missing or empty directory', async () => {
+    for (const dir of [freshDir(), freshDir()]) {
+      if (dir.endsWith('1')) fs.mkdirSync(dir);
+      const log = await SegmentedLog.open({ dir });
+      expect([log.nextLsn, log.firstLsn, log.durableLsn]).toEqual([1, 1, 0]);
+      expect(fs.readdirSync(dir)).toEqual(['00000000000000000001.seg']);
+      await log.close();
+    }
+  });
+
+  it('refuses a segment file whose header is not a Cairn header, naming the file', async () => {
+    const dir = freshDir();
+    fs.mkdirSync(dir);
+    fs.writeFileSync(join(dir, '00000000000000000001.seg'), Buffer.alloc(100, 7));
+    const error = await SegmentedLog.open({ dir }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SegmentHeaderError);
+    expect((error as SegmentHeaderError).code).toBe('ESEGMENTHEADER');
+    expect((error as Error).message).toMatch(/00000000000000000001\.seg.*wrong magic/);
+  });
+});
+
+describe('write and fsync failures are fatal', () => {
+  it('a failed fdatasync rejects the batch, sets failed, and refuses every later append', async () => {
+    const dir = freshDir();
+    const fileSystem = faultyFileSystem({ call: 'fdatasync', nth: 3, code: 'EIO' });
+    const log = await SegmentedLog.open({ dir, fileSystem });
+    expect(await log.appendOne(rec(1))).toBe(1);
+    expect(await log.append([rec(2), rec(3)])).toEqual([2, 3]);
+    const doomed = [log.appendOne(rec(4)), log.append([rec(5)])];
+    for (const promise of doomed) await expect(promise).rejects.toBeInstanceOf(LogFailedError);
+    expect(log.failed).toBeInstanceOf(LogFailedError);
+    expect(log.failed?.code).toBe('ELOGFAILED');
+    expect(log.durableLsn).toBe(3);
+    await expect(log.appendOne(rec(6))).rejects.toBe(log.failed);
+    await expect(log.append([rec(6)])).rejects.toBe(log.failed);
+    await log.close();
+    // Restarting into recovery keeps at least everything acknowledged.
+    const reopened = await SegmentedLog.open({ dir });
+    expect([...reopened.read()].map((r) => r.lsn).slice(0, 3)).toEqual([1, 2, 3]);
+    await reopened.close();
+  });
+
+  it('ENOSPC on write is a DiskFullError (a LogFailedError with code ENOSPC)', async () => {
+    const dir = freshDir();
+    const log = await SegmentedLog.open({ dir, fileSystem: faultyFileSystem({ call: 'write', nth: 2, code: 'ENOSPC' }) });
+    await log.appendOne(rec(1));
+    const error = await log.appendOne(rec(2)).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DiskFullError);
+    expect(error).toBeInstanceOf(LogFailedError);
+    expect((error as DiskFullError).code).toBe('ENOSPC');
+    await expect(log.appendOne(rec(3))).rejects.toBeInstanceOf(DiskFullError);
+    await log.close();
+  });
+
+  it('with batches pipelined, a failed sync rejects every outstanding append, not only its own batch', async () => {
+    const dir = freshDir();
+    const fileSystem = faultyFileSystem({ call: 'fdatasync', nth: 1, code: 'EIO', delayMs: 30 });
+    const log = await SegmentedLog.open({ dir, fileSystem });
+    const first = log.appendOne(rec(1));
+    // While that (slow, doomed) sync runs, later batches are written behind it.
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    const later = [log.appendOne(rec(2)), log.append([rec(3), rec(4)])];
+    const results = await Promise.allSettled([first, ...later]);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
+    expect(fileSystem.calls.write).toBe(2);
+    expect(log.durableLsn).toBe(0);
+    await log.close();
+  });
+});
+
+describe('bad records', () => {
+  it('rejects a bad kind, timestamp or body without using an LSN, and keeps going', async () => {
+    const log = await SegmentedLog.open({ dir: freshDir() });
+    const bad: unknown[] = [
+      { kind: 0, timestamp: 1, body: null },
+      { kind: 256, timestamp: 1, body: null },
+      { kind: 1.5, timestamp: 1, body: null },
+      { kind: 1, timestamp: Number.NaN, body: null },
+      { kind: 1, timestamp: 1, body: 10n },
+      { kind: 1, timestamp: 1, body: new Uint8Array(frameBytesMax) },
+    ];
+    for (const record of bad) {
+      await expect(log.appendOne(record as AppendRecord)).rejects.toBeInstanceOf(InvalidRecordError);
+      await expect(log.append([rec(0), record as AppendRecord])).rejects.toBeInstanceOf(InvalidRecordError);
+    }
+    expect(log.nextLsn).toBe(1);
+    expect(await log.append([rec(1), rec(2)])).toEqual([1, 2]);
+    expect([...log.read()].map((r) => r.body)).toEqual([{ i: 1 }, { i: 2 }]);
+    await log.close();
+  });
+});
+
+describe('closing', () => {
+  it('waits for appends in flight, then refuses new ones', async () => {
+    const log = await SegmentedLog.open({ dir: freshDir() });
+    let acknowledged = false;
+    const inFlight = log.append([rec(1), rec(2)]).then(() => (acknowledged = true));
+    await log.close();
+    expect(acknowledged).toBe(true);
+    await inFlight;
+    await expect(log.appendOne(rec(3))).rejects.toBeInstanceOf(LogClosedError);
+  });
+});
+
+describe('frame layout', () => {
+  it('matches the documented layout byte for byte', () => {
+    const frame = encodeFrame(0x1_0000_0002, { kind: 7, timestamp: 1000.5, body: null });
+    expect(frame.length).toBe(30);
+    expect(frame.readUInt32LE(8)).toBe(30);
+    expect(frame.readUInt32LE(12)).toBe(2);
+    expect(frame.readUInt32LE(16)).toBe(1);
+    expect(frame.readDoubleLE(20)).toBe(1000.5);
+    expect(frame[28]).toBe(7);
+    expect(frame[29]).toBe(0xc0); // MessagePack nil
+  });
+});
+
+describe('offline reader', () => {
+  it('reports a corrupt record and a torn tail, and never writes', async () => {
+    const dir = freshDir();
+    const log = await SegmentedLog.open({ dir, segmentBytesMax: 256 });
+    for (let i = 1; i <= 12; i++) await log.appendOne({ kind: 1, timestamp: i, body: { i, pad: 'x'.repeat(80) } });
+    const segments = log.segments();
+    await log.close();
+    const middle = join(dir, segments[1]!.file);
+    const bytes = fs.readFileSync(middle);
+    bytes[40] = bytes[40]! ^ 0xff;
+    fs.writeFileSync(middle, bytes);
+    const last = join(dir, segments[segments.length - 1]!.file);
+    fs.truncateSync(last, fs.statSync(last).size - 5);
+    const sizesBefore = fs.readdirSync(dir).map((f) => [f, fs.statSync(join(dir, f)).size]);
+
+    const reader = openLogReader(dir);
+    expect(reader.tornTail).toMatchObject({ segment: segments[segments.length - 1]!.file, lsn: 12 });
+    const report = reader.verify();
+    expect(report.ok).toBe(false);
+    expect(report.badRecords).toHaveLength(1);
+    expect(report.badRecords[0]).toMatchObject({ segment: segments[1]!.file, lsn: segments[1]!.firstLsn, offset: 32 });
+    expect(report.records).toBe(10);
+    expect(() => [...reader.read()]).toThrow(/corrupt record in segment 0+\d+\.seg at LSN \d+/);
+    expect([...reader.read({ lsn: segments[2]!.firstLsn })].map((r) => r.lsn).at(-1)).toBe(11);
+    expect(fs.readdirSync(dir).map((f) => [f, fs.statSync(join(dir, f)).size])).toEqual(sizesBefore);
+  });
+});
