@@ -77,3 +77,67 @@ describe('AMQP exchanges: the article script', () => {
     expect(await drain(channel, 'eu-west-db')).toEqual(['eu.west.db.error', 'eu.west.db.slow']);
   });
 });
+
+describe('AMQP confirms, mandatory, nack and refusals: the article', () => {
+  it('confirms a routed publish; a mandatory unroutable one gets basic.return 312 NO_ROUTE before its ack', async () => {
+    const channel = await connection.createConfirmChannel();
+    const events: string[] = [];
+    channel.on('return', (message: amqp.Message) => {
+      events.push(`return ${message.fields.replyCode} ${message.fields.replyText} ${message.content.toString()}`);
+    });
+    await channel.assertQueue('jobs', { durable: false });
+    await new Promise<void>((resolve, reject) => {
+      channel.publish('', 'jobs', Buffer.from('resize:img-1.png'), {}, (error: unknown) => (error ? reject(error) : resolve()));
+    });
+    events.push('confirmed resize:img-1.png');
+    await new Promise<void>((resolve) => {
+      channel.publish('', 'no-such-queue', Buffer.from('lost?'), { mandatory: true }, (error: unknown) => {
+        events.push(error ? 'nack lost?' : 'ack lost?');
+        resolve();
+      });
+    });
+    expect(events).toEqual(['confirmed resize:img-1.png', 'return 312 NO_ROUTE lost?', 'ack lost?']);
+  });
+
+  it('nack with requeue gives the message back with redelivered=true; ack finishes it', async () => {
+    const channel = await connection.createChannel();
+    await channel.assertQueue('jobs', { durable: false });
+    channel.sendToQueue('jobs', Buffer.from('resize:img-1.png'));
+    const first = await channel.get('jobs');
+    expect(first).not.toBe(false);
+    if (first === false) return;
+    expect(first.content.toString()).toBe('resize:img-1.png');
+    expect(first.fields.redelivered).toBe(false);
+    channel.nack(first, false, true);
+    const second = await channel.get('jobs');
+    if (second === false) throw new Error('the nacked message was not requeued');
+    expect(second.content.toString()).toBe('resize:img-1.png');
+    expect(second.fields.redelivered).toBe(true);
+    channel.ack(second);
+    expect(await channel.get('jobs')).toBe(false);
+    expect((await channel.checkQueue('jobs')).messageCount).toBe(0);
+  });
+
+  it("refuses exchange type 'headers' with channel.close 540 naming the supported types; the connection lives on", async () => {
+    const channel = await connection.createChannel();
+    const channelErrors: Error[] = [];
+    channel.on('error', (error: Error) => channelErrors.push(error));
+    const refusal = await channel.assertExchange('hdr', 'headers').then(() => undefined, (error: unknown) => error);
+    expect(refusal).toMatchObject({ code: 540 });
+    expect(String((refusal as Error).message)).toMatch(/exchange type 'headers'.*supported: direct, fanout, topic/);
+    const other = await connection.createChannel();
+    await other.assertQueue('still-serving', { durable: false });
+    expect((await other.checkQueue('still-serving')).queue).toBe('still-serving');
+  });
+
+  it('publishing to a missing exchange closes the channel with 404', async () => {
+    const channel = await connection.createChannel();
+    channel.on('error', () => undefined);
+    const closed = new Promise<void>((resolve) => channel.on('close', () => resolve()));
+    channel.publish('no-such-exchange', 'k', Buffer.from('x'));
+    await closed;
+    const refusal = await channel.checkQueue('anything').then(() => undefined, (error: unknown) => error);
+    expect(refusal).toBeInstanceOf(Error);
+  });
+});
+
