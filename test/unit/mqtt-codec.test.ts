@@ -2,7 +2,7 @@
  * The MQTT framer and codec, example by example: fixed-header limits, packets
  * split and joined across chunks, client-only packet types, the 3.1.1 rules we
  * add to mqtt-packet's, and hand-written encoders checked byte for byte and
- * against mqtt-packet's own parser.
+ * against mqtt-packet's own parser; and the start-up check of the MQTT limits.
  */
 import { generate, parser as createParser, type Packet } from 'mqtt-packet';
 import { describe, expect, it } from 'vitest';
@@ -198,5 +198,17 @@ describe('encoders', () => {
   it('refuse a packet id out of range', () => {
     expect(() => encodePuback(0)).toThrow();
     expect(() => encodePuback(65536)).toThrow();
+  });
+});
+
+describe('limits', () => {
+  it('refuse bad overrides with an error that names the limit', async () => {
+    const { resolveMqttLimits, MqttLimitError, defaultMqttLimits } = await import('../../src/protocols/mqtt/limits.js');
+    expect(resolveMqttLimits({})).toEqual(defaultMqttLimits);
+    expect(() => resolveMqttLimits({ packetBytesMax: 10 })).toThrow(MqttLimitError);
+    expect(() => resolveMqttLimits({ packetBytesMax: 10 })).toThrow(/packetBytesMax/);
+    expect(() => resolveMqttLimits({ packetBytesMax: 300_000_000 })).toThrow(/packetBytesMax/);
+    expect(() => resolveMqttLimits({ keepAliveGraceFactor: 0.5 })).toThrow(/keepAliveGraceFactor/);
+    expect(() => resolveMqttLimits({ inboundAcksPendingMax: 1 })).toThrow(/inboundAcksPendingMax/);
   });
 });

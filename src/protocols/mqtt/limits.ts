@@ -2,9 +2,18 @@
  * Every bound the MQTT front end enforces, as named constants with the unit
  * last. The server takes a partial override and checks the result once, at
  * start-up (checkMqttLimits), so a bad value stops the broker before it
- * accepts a single connection.
+ * accepts a single connection. The values come from the operator (flags), so
+ * a bad one is a MqttLimitError naming the limit, not an assertion.
  */
-import { assert } from '../../assert.js';
+
+export class MqttLimitError extends Error {
+  override readonly name = 'MqttLimitError';
+  readonly code = 'EMQTTLIMIT';
+}
+
+function check(condition: boolean, message: string): void {
+  if (!condition) throw new MqttLimitError(`MQTT limit: ${message}`);
+}
 
 export interface MqttLimits {
   /**
@@ -61,12 +70,12 @@ export function resolveMqttLimits(overrides: Partial<MqttLimits> = {}): MqttLimi
 export function checkMqttLimits(limits: MqttLimits): void {
   // The smallest useful packet is a CONNECT with a short client id; anything
   // below a few hundred bytes would refuse ordinary clients.
-  assert(Number.isInteger(limits.packetBytesMax) && limits.packetBytesMax >= 256, 'packetBytesMax must be an integer >= 256');
-  assert(limits.packetBytesMax <= remainingLengthBytesMax + 5, `packetBytesMax must not exceed ${remainingLengthBytesMax + 5} (the MQTT maximum)`);
-  assert(Number.isFinite(limits.keepAliveGraceFactor) && limits.keepAliveGraceFactor >= 1, 'keepAliveGraceFactor must be >= 1');
-  assert(Number.isInteger(limits.writeBufferHighWaterBytes) && limits.writeBufferHighWaterBytes >= 1024, 'writeBufferHighWaterBytes must be an integer >= 1024');
-  assert(Number.isInteger(limits.inboundAcksPendingMax) && limits.inboundAcksPendingMax >= 2, 'inboundAcksPendingMax must be an integer >= 2');
-  assert(Number.isInteger(limits.connectTimeoutMs) && limits.connectTimeoutMs >= 1, 'connectTimeoutMs must be a positive integer');
-  assert(Number.isInteger(limits.connectionsMax) && limits.connectionsMax >= 1, 'connectionsMax must be a positive integer');
-  assert(Number.isInteger(limits.filtersPerPacketMax) && limits.filtersPerPacketMax >= 1, 'filtersPerPacketMax must be a positive integer');
+  check(Number.isInteger(limits.packetBytesMax) && limits.packetBytesMax >= 256, 'packetBytesMax must be an integer >= 256');
+  check(limits.packetBytesMax <= remainingLengthBytesMax + 5, `packetBytesMax must not exceed ${remainingLengthBytesMax + 5} (the MQTT maximum)`);
+  check(Number.isFinite(limits.keepAliveGraceFactor) && limits.keepAliveGraceFactor >= 1, 'keepAliveGraceFactor must be >= 1');
+  check(Number.isInteger(limits.writeBufferHighWaterBytes) && limits.writeBufferHighWaterBytes >= 1024, 'writeBufferHighWaterBytes must be an integer >= 1024');
+  check(Number.isInteger(limits.inboundAcksPendingMax) && limits.inboundAcksPendingMax >= 2, 'inboundAcksPendingMax must be an integer >= 2');
+  check(Number.isInteger(limits.connectTimeoutMs) && limits.connectTimeoutMs >= 1, 'connectTimeoutMs must be a positive integer');
+  check(Number.isInteger(limits.connectionsMax) && limits.connectionsMax >= 1, 'connectionsMax must be a positive integer');
+  check(Number.isInteger(limits.filtersPerPacketMax) && limits.filtersPerPacketMax >= 1, 'filtersPerPacketMax must be a positive integer');
 }
