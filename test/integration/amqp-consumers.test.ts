@@ -219,6 +219,23 @@ describe('AMQP unacked deliveries and settlement', () => {
     expect(await getAll(admin, 'tasks')).toEqual([['second', false]]);
   });
 
+  it('an exclusive consumer keeps others out (403 ACCESS_REFUSED), and cannot join a queue in use', async () => {
+    await fill('solo', []);
+    const owner = await (await connect()).createChannel();
+    await owner.consume('solo', () => undefined, { exclusive: true });
+    const intruder = await (await connect()).createChannel();
+    intruder.on('error', () => undefined);
+    const refused = await intruder.consume('solo', () => undefined).then(() => undefined, (error: unknown) => error);
+    expect(refused).toMatchObject({ code: 403 });
+    const late = await (await connect()).createChannel();
+    late.on('error', () => undefined);
+    await late.assertQueue('busy', { durable: false });
+    await late.consume('busy', () => undefined);
+    const second = await (await connect()).createChannel();
+    second.on('error', () => undefined);
+    expect(await second.consume('busy', () => undefined, { exclusive: true }).then(() => undefined, (error: unknown) => error)).toMatchObject({ code: 403 });
+  });
+
   it('a queue deleted under a consumer sends basic.cancel (consumer_cancel_notify)', async () => {
     const admin = await fill('doomed', []);
     const channel = await (await connect()).createChannel();

@@ -19,7 +19,7 @@
  *   ignored (spec 2.2.4: "after sending close ... discard all frames").
  */
 import type { Logger } from 'pino';
-import { assert } from '../../assert.js';
+import { AssertionError, assert } from '../../assert.js';
 import type { AmqpCore, Durable, QueueDelivery } from '../../core/api.js';
 import {
   CLASS_ID, decodeMethod, FRAME_TYPE, METHOD_ID, REPLY_CODE,
@@ -149,7 +149,10 @@ export class AmqpChannel implements ConsumerChannel {
     this.host.sendMethod(this.number, method);
   }
 
-  /** A synchronous reply, in request order, once `durable` resolved; nothing when the client said no-wait. */
+  /**
+   * A synchronous reply (every *-ok, get-empty), in request order, once
+   * `durable` resolved; nothing but `afterSend` when the client said no-wait.
+   */
   reply(durable: Durable, noWait: boolean, method: AmqpMethodInput, afterSend?: () => void): void {
     if (noWait) {
       durable?.catch((error: unknown) => this.host.fail(new AmqpLogFailedError(`${method.name}: the log failed`, error), this.number));
@@ -201,21 +204,41 @@ export class AmqpChannel implements ConsumerChannel {
       this.consumerUnacked++;
     }
     const { message } = delivery;
-    this.host.sendMessage(this.number, {
-      name: 'basic.deliver', consumerTag: consumer.tag, deliveryTag, redelivered: delivery.redelivered,
-      exchange: message.exchange, routingKey: message.routingKey,
-    }, message.properties, message.body);
+    try {
+      this.host.sendMessage(this.number, {
+        name: 'basic.deliver', consumerTag: consumer.tag, deliveryTag, redelivered: delivery.redelivered,
+        exchange: message.exchange, routingKey: message.routingKey,
+      }, message.properties, message.body);
+    } catch (error: unknown) {
+      this.deliveryFailed(consumer, error);
+    }
   }
 
-  /** basic.get-ok: a delivery no consumer owns. */
+  /**
+   * A delivery that cannot be encoded for this connection (say, properties
+   * larger than the consumer's frame-max). We are inside the core's dispatch,
+   * called from another connection's publish: the failure must not surface
+   * there. Stop this consumer now and fail our own connection on the next
+   * tick, which requeues the delivery.
+   */
+  private deliveryFailed(consumer: ChannelConsumer, error: unknown): void {
+    if (error instanceof AssertionError) throw error;
+    consumer.active = false;
+    process.nextTick(() => this.host.fail(error, this.number));
+  }
+
+  /** basic.get-ok: a delivery no consumer owns, sent in reply order. */
   deliverGot(delivery: QueueDelivery, noAck: boolean, messageCount: number): void {
     const deliveryTag = this.nextDeliveryTag++;
     if (!noAck) this.unacked.set(deliveryTag, { delivery, consumer: undefined });
     const { message } = delivery;
-    this.host.sendMessage(this.number, {
-      name: 'basic.get-ok', deliveryTag, redelivered: delivery.redelivered,
-      exchange: message.exchange, routingKey: message.routingKey, messageCount,
-    }, message.properties, message.body);
+    this.replies.add(undefined, () => {
+      if (this.stateValue !== 'open') return;
+      this.host.sendMessage(this.number, {
+        name: 'basic.get-ok', deliveryTag, redelivered: delivery.redelivered,
+        exchange: message.exchange, routingKey: message.routingKey, messageCount,
+      }, message.properties, message.body);
+    });
   }
 
   /** basic.return: a mandatory message no queue took. */

@@ -2,10 +2,19 @@
  * Every bound the AMQP front end enforces, as named constants with the unit
  * last. The server takes a partial override and checks the result once, at
  * start-up (checkAmqpLimits), so a bad value stops the broker before it
- * accepts a single connection.
+ * accepts a single connection, with an AmqpLimitError naming the limit.
  */
-import { assert } from '../../assert.js';
 import { FRAME_MIN_SIZE_BYTES, FRAME_SIZE_MAX_BYTES } from './codec/index.js';
+
+/** A limit override out of range. The values come from the operator (flags), so this names the limit; it is not an assertion. */
+export class AmqpLimitError extends Error {
+  override readonly name = 'AmqpLimitError';
+  readonly code = 'EAMQPLIMIT';
+}
+
+function check(condition: boolean, message: string): void {
+  if (!condition) throw new AmqpLimitError(`AMQP limit: ${message}`);
+}
 
 export interface AmqpLimits {
   /**
@@ -60,14 +69,14 @@ export function resolveAmqpLimits(overrides: Partial<AmqpLimits> = {}): AmqpLimi
 
 export function checkAmqpLimits(limits: AmqpLimits): void {
   const integerIn = (value: number, low: number, high: number): boolean => Number.isInteger(value) && value >= low && value <= high;
-  assert(integerIn(limits.frameMaxBytes, FRAME_MIN_SIZE_BYTES, FRAME_SIZE_MAX_BYTES), `frameMaxBytes must be an integer in [${FRAME_MIN_SIZE_BYTES}, ${FRAME_SIZE_MAX_BYTES}]`);
-  assert(integerIn(limits.channelMax, 1, 0xffff), 'channelMax must be an integer in [1, 65535]');
-  assert(integerIn(limits.heartbeatSeconds, 0, 0xffff), 'heartbeatSeconds must be an integer in [0, 65535]');
-  assert(integerIn(limits.messageBytesMax, 1, Number.MAX_SAFE_INTEGER), 'messageBytesMax must be a positive integer');
+  check(integerIn(limits.frameMaxBytes, FRAME_MIN_SIZE_BYTES, FRAME_SIZE_MAX_BYTES), `frameMaxBytes must be an integer in [${FRAME_MIN_SIZE_BYTES}, ${FRAME_SIZE_MAX_BYTES}]`);
+  check(integerIn(limits.channelMax, 1, 0xffff), 'channelMax must be an integer in [1, 65535]');
+  check(integerIn(limits.heartbeatSeconds, 0, 0xffff), 'heartbeatSeconds must be an integer in [0, 65535]');
+  check(integerIn(limits.messageBytesMax, 1, Number.MAX_SAFE_INTEGER), 'messageBytesMax must be a positive integer');
   // A single frame must fit under the high-water mark, or every large delivery would count as congestion.
-  assert(Number.isInteger(limits.writeBufferHighWaterBytes) && limits.writeBufferHighWaterBytes >= limits.frameMaxBytes, 'writeBufferHighWaterBytes must be an integer >= frameMaxBytes');
-  assert(integerIn(limits.handshakeTimeoutMs, 1, 3_600_000), 'handshakeTimeoutMs must be an integer in [1, 3600000]');
-  assert(integerIn(limits.closeOkTimeoutMs, 1, 600_000), 'closeOkTimeoutMs must be an integer in [1, 600000]');
-  assert(integerIn(limits.connectionsMax, 1, Number.MAX_SAFE_INTEGER), 'connectionsMax must be a positive integer');
-  assert(integerIn(limits.consumersPerChannelMax, 1, Number.MAX_SAFE_INTEGER), 'consumersPerChannelMax must be a positive integer');
+  check(Number.isInteger(limits.writeBufferHighWaterBytes) && limits.writeBufferHighWaterBytes >= limits.frameMaxBytes, 'writeBufferHighWaterBytes must be an integer >= frameMaxBytes');
+  check(integerIn(limits.handshakeTimeoutMs, 1, 3_600_000), 'handshakeTimeoutMs must be an integer in [1, 3600000]');
+  check(integerIn(limits.closeOkTimeoutMs, 1, 600_000), 'closeOkTimeoutMs must be an integer in [1, 600000]');
+  check(integerIn(limits.connectionsMax, 1, Number.MAX_SAFE_INTEGER), 'connectionsMax must be a positive integer');
+  check(integerIn(limits.consumersPerChannelMax, 1, Number.MAX_SAFE_INTEGER), 'consumersPerChannelMax must be a positive integer');
 }

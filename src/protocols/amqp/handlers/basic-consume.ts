@@ -19,7 +19,7 @@ export function handleBasicQos(channel: AmqpChannel, method: AmqpMethodNamed<'ba
   }
   if (method.global) channel.channelPrefetch = method.prefetchCount;
   else channel.consumerPrefetch = method.prefetchCount;
-  channel.sendMethod({ name: 'basic.qos-ok' });
+  channel.reply(undefined, false, { name: 'basic.qos-ok' });
   // A raised limit may let waiting messages through.
   channel.dispatchConsumers();
 }

@@ -4,6 +4,6 @@ import type { AmqpMethodNamed } from '../codec/index.js';
 
 export function handleBasicGet(channel: AmqpChannel, method: AmqpMethodNamed<'basic.get'>): void {
   const { delivery, messageCount } = channel.core.get(channel.queueNameOf(method.queue), { noAck: method.noAck, owner: channel.host.owner });
-  if (delivery === undefined) channel.sendMethod({ name: 'basic.get-empty' });
+  if (delivery === undefined) channel.reply(undefined, false, { name: 'basic.get-empty' });
   else channel.deliverGot(delivery, method.noAck, messageCount);
 }

@@ -21,7 +21,7 @@ export function handleBasicReject(channel: AmqpChannel, method: AmqpMethodNamed<
 
 export function handleBasicRecover(channel: AmqpChannel, method: AmqpMethodNamed<'basic.recover'>): void {
   recover(method.requeue, channel);
-  channel.sendMethod({ name: 'basic.recover-ok' });
+  channel.reply(undefined, false, { name: 'basic.recover-ok' });
 }
 
 /** The deprecated asynchronous form: the same, without recover-ok. */

@@ -19,7 +19,7 @@ export function handleChannelCloseOk(channel: AmqpChannel, _method: AmqpMethodNa
 /** channel.flow from the client: active=false pauses deliveries to this channel until active=true. */
 export function handleChannelFlow(channel: AmqpChannel, method: AmqpMethodNamed<'channel.flow'>): void {
   channel.setFlow(method.active);
-  channel.sendMethod({ name: 'channel.flow-ok', active: method.active });
+  channel.reply(undefined, false, { name: 'channel.flow-ok', active: method.active });
 }
 
 /** Cairn never sends channel.flow, so a flow-ok answers nothing; ignore it. */
