@@ -500,17 +500,26 @@ describe('AMQP publisher confirms on the wire', () => {
 });
 
 describe('AMQP heartbeats', () => {
-  it('sends heartbeats at the negotiated interval and drops a client silent for two intervals', async () => {
+  it('sends heartbeats at the negotiated interval and drops a client silent for two intervals, not one that talks', async () => {
     const { server } = await start();
-    const raw = await client(server);
-    await raw.handshake({ heartbeat: 1 });
-    const started = Date.now();
-    const frame = await raw.nextFrame(1_500);
-    expect(frame.type).toBe(FRAME_TYPE.HEARTBEAT);
-    await raw.waitClosed(4_000);
-    const silentMs = Date.now() - started;
-    expect(silentMs).toBeGreaterThanOrEqual(1_400);
-    expect(silentMs).toBeLessThan(3_500);
+    const silent = await client(server);
+    const talking = await client(server);
+    await silent.handshake({ heartbeat: 1 });
+    await talking.handshake({ heartbeat: 1 });
+    const beating = setInterval(() => talking.write(encodeFrame(FRAME_TYPE.HEARTBEAT, 0, Buffer.alloc(0))), 400);
+    try {
+      const started = Date.now();
+      const frame = await silent.nextFrame(1_500);
+      expect(frame.type).toBe(FRAME_TYPE.HEARTBEAT);
+      await silent.waitClosed(4_000);
+      const silentMs = Date.now() - started;
+      expect(silentMs).toBeGreaterThanOrEqual(1_400);
+      expect(silentMs).toBeLessThan(3_500);
+      expect(talking.closed).toBe(false);
+      expect(server.connections()).toBe(1);
+    } finally {
+      clearInterval(beating);
+    }
   });
 });
 

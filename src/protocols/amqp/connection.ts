@@ -34,6 +34,7 @@ import {
 } from './codec/index.js';
 import { AmqpConnectionError, replyText, wireErrorOf, type FailedMethod, type WireError } from './errors.js';
 import { dispatchConnectionMethod } from './handlers/connection.js';
+import { Heartbeat, type HeartbeatPeer } from './heartbeat.js';
 import type { AmqpLimits } from './limits.js';
 import { saslMechanisms, serverProperties } from './server-properties.js';
 
@@ -57,25 +58,20 @@ export type ConnectionState =
 
 /** How long a socket we ended may take to flush its last frames before it is destroyed. */
 const closeLingerMs = 1_000;
-/** Heartbeat timer ticks per negotiated interval; a client silent for this many × 2 ticks is gone (two intervals). */
-const heartbeatTicksPerInterval = 2;
-const missedIntervalsMax = 2;
 
 let connectionSerial = 0;
 
-export class AmqpConnection implements ChannelHost {
+export class AmqpConnection implements ChannelHost, HeartbeatPeer {
   private stateValue: ConnectionState = 'awaiting-header';
   private readonly reader = new FrameReader();
   private readonly channels = new Map<number, AmqpChannel>();
   /** Negotiated in tune-ok; until then the spec minimum applies both ways. */
   private frameMax = FRAME_MIN_SIZE_BYTES;
   private channelMax: number;
-  private heartbeatTimer: NodeJS.Timeout | undefined;
+  /** Off until tune-ok says otherwise. */
+  private heartbeat = new Heartbeat(0, this);
   private handshakeTimer: NodeJS.Timeout | undefined;
   private closeTimer: NodeJS.Timeout | undefined;
-  private receivedSinceTick = false;
-  private wroteSinceTick = false;
-  private silentTicks = 0;
   private corked = false;
   private congested = false;
   private loggerValue: Logger;
@@ -135,7 +131,7 @@ export class AmqpConnection implements ChannelHost {
 
   private receive(chunk: Buffer): void {
     if (this.stateValue === 'closed') return;
-    this.receivedSinceTick = true;
+    this.heartbeat.received();
     this.reader.push(chunk);
     this.drain();
   }
@@ -258,7 +254,8 @@ export class AmqpConnection implements ChannelHost {
     this.channelMax = channelMax;
     this.reader.setFrameMax(frameMax);
     this.stateValue = 'awaiting-open';
-    this.startHeartbeats(heartbeatSeconds);
+    this.heartbeat.stop();
+    this.heartbeat = new Heartbeat(heartbeatSeconds, this);
     this.logger.debug({ frameMax, channelMax, heartbeatSeconds }, 'AMQP connection tuned');
   }
 
@@ -286,26 +283,19 @@ export class AmqpConnection implements ChannelHost {
     }
   }
 
-  // ─────────────────────────── heartbeats ───────────────────────────
+  // ─────────────────────────── heartbeats (HeartbeatPeer) ───────────────────────────
 
-  /** Send a heartbeat when we were quiet for half an interval; drop a client silent for two intervals. */
-  private startHeartbeats(heartbeatSeconds: number): void {
-    if (heartbeatSeconds === 0) return;
-    const tickMs = (heartbeatSeconds * 1000) / heartbeatTicksPerInterval;
-    this.heartbeatTimer = setInterval(() => this.heartbeatTick(heartbeatSeconds), tickMs);
-    this.heartbeatTimer.unref();
+  sendHeartbeat(): void {
+    this.write(encodeHeartbeatFrame());
   }
 
-  private heartbeatTick(heartbeatSeconds: number): void {
-    if (!this.wroteSinceTick) this.write(encodeHeartbeatFrame());
-    this.wroteSinceTick = false;
-    // While we are not reading (congested), the client's heartbeats wait in the kernel: not its fault.
-    this.silentTicks = this.receivedSinceTick || this.congested ? 0 : this.silentTicks + 1;
-    this.receivedSinceTick = false;
-    if (this.silentTicks >= missedIntervalsMax * heartbeatTicksPerInterval) {
-      this.logger.debug({ heartbeatSeconds }, 'AMQP client missed two heartbeat intervals, closing');
-      this.socket.destroy();
-    }
+  silenceExcused(): boolean {
+    return this.congested;
+  }
+
+  dead(): void {
+    this.logger.debug({ heartbeatSeconds: this.heartbeat.seconds }, 'AMQP client missed two heartbeat intervals, closing');
+    this.socket.destroy();
   }
 
   // ─────────────────────────── outbound ───────────────────────────
@@ -320,7 +310,7 @@ export class AmqpConnection implements ChannelHost {
       process.nextTick(this.uncork);
     }
     socket.write(bytes);
-    this.wroteSinceTick = true;
+    this.heartbeat.wrote();
     if (!this.congested && socket.writableLength > this.context.limits.writeBufferHighWaterBytes) {
       this.congested = true;
       this.updateReading();
@@ -442,7 +432,7 @@ export class AmqpConnection implements ChannelHost {
     this.stateValue = 'closed';
     clearTimeout(this.handshakeTimer);
     clearTimeout(this.closeTimer);
-    clearInterval(this.heartbeatTimer);
+    this.heartbeat.stop();
     this.releaseChannels();
     this.context.core.connectionClosed(this.owner);
     this.logger.debug({ reason, wasOpen }, 'AMQP connection closed');
