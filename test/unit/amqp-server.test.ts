@@ -515,6 +515,7 @@ describe('AMQP heartbeats', () => {
       const silentMs = Date.now() - started;
       expect(silentMs).toBeGreaterThanOrEqual(1_400);
       expect(silentMs).toBeLessThan(3_500);
+      await sleep(50);
       expect(talking.closed).toBe(false);
       expect(server.connections()).toBe(1);
     } finally {
