@@ -123,10 +123,6 @@ export class AmqpConnection implements ChannelHost, HeartbeatPeer {
     return this.stateValue;
   }
 
-  get channelCount(): number {
-    return this.channels.size;
-  }
-
   // ─────────────────────────── inbound ───────────────────────────
 
   private receive(chunk: Buffer): void {
