@@ -68,7 +68,33 @@ const twoTo32 = 2 ** 32;
 // One encoder and one decoder for the process: construction is the expensive
 // part, and encode/decode are synchronous, so sharing them is safe.
 const encoder = new Encoder();
-const decoder = new Decoder();
+const decoder = createCopyingDecoder();
+
+/**
+ * @msgpack/msgpack returns binary values as views of the input. Records are
+ * decoded straight from the read chunk (no per-record copy), so each binary
+ * value is copied out instead: a payload must neither pin the 1 MiB chunk nor
+ * see it overwritten by the next read. This overrides a method the library
+ * does not document, so the override is checked once at load: if a new
+ * version renamed it, start-up fails here instead of payloads going stale.
+ */
+function createCopyingDecoder(): Decoder {
+  type Binary = { decodeBinary(byteLength: number, headOffset: number): Uint8Array };
+  const original = (Decoder.prototype as unknown as Binary).decodeBinary;
+  assert(typeof original === 'function', '@msgpack/msgpack Decoder has no decodeBinary: update record.ts');
+  const copying = new Decoder();
+  (copying as unknown as Binary).decodeBinary = function (this: Binary, byteLength: number, headOffset: number): Uint8Array {
+    const view = original.call(this, byteLength, headOffset);
+    const copy = new Uint8Array(view.length);
+    copy.set(view);
+    return copy;
+  };
+  const probe = new Uint8Array([0xc4, 1, 42]);
+  const decoded = copying.decode(probe) as Uint8Array;
+  probe[2] = 0;
+  assert(decoded[0] === 42, '@msgpack/msgpack binary values still alias their input: update record.ts');
+  return copying;
+}
 
 /** Rejects what the frame cannot carry. The body is checked by encoding it. */
 export function checkAppendRecord(record: AppendRecord): void {
@@ -110,7 +136,7 @@ export function writeFrame(target: Buffer, offset: number, lsn: Lsn, timestamp: 
   target.writeDoubleLE(timestamp, offset + offsetTimestamp);
   target[offset + offsetKind] = kind;
   target.set(body, offset + frameHeaderBytes);
-  target.writeBigUInt64LE(checksum64(target.subarray(offset + offsetLength, offset + length)), offset);
+  target.writeBigUInt64LE(checksum64(plainView(target, offset + offsetLength, length - offsetLength)), offset);
   return length;
 }
 
@@ -133,7 +159,7 @@ export function isPlausibleFrameLength(length: number): boolean {
 
 /** True when the stored checksum matches the bytes; `length` must already be plausible and in bounds. */
 export function frameChecksumMatches(source: Buffer, offset: number, length: number): boolean {
-  return source.readBigUInt64LE(offset) === checksum64(source.subarray(offset + offsetLength, offset + length));
+  return source.readBigUInt64LE(offset) === checksum64(plainView(source, offset + offsetLength, length - offsetLength));
 }
 
 export function frameLsn(source: Buffer, offset: number): Lsn {
@@ -148,15 +174,18 @@ export function frameKind(source: Buffer, offset: number): number {
   return source[offset + offsetKind] ?? 0;
 }
 
-/**
- * Decodes the body of a verified frame. The bytes are copied first because
- * the decoder returns binary values as views of its input: without the copy a
- * payload would pin (and later see the overwrite of) the whole read chunk.
- */
+/** Decodes the body of a verified frame; binary values come out as fresh copies (see createCopyingDecoder). */
 export function decodeFrameBody(source: Buffer, offset: number, length: number): unknown {
-  const body = new Uint8Array(length - frameHeaderBytes);
-  body.set(source.subarray(offset + frameHeaderBytes, offset + length));
-  return decoder.decode(body);
+  return decoder.decode(plainView(source, offset + frameHeaderBytes, length - frameHeaderBytes));
+}
+
+/**
+ * A plain Uint8Array over part of a Buffer. Cheaper to make than
+ * Buffer#subarray (no Buffer constructor), which matters at one or two per
+ * record on the replay path.
+ */
+function plainView(source: Buffer, offset: number, length: number): Uint8Array {
+  return new Uint8Array(source.buffer, source.byteOffset + offset, length);
 }
 
 /** Re-verifies every frame of an encoded batch just before it goes to disk. */
