@@ -83,7 +83,9 @@ describe('AMQP confirms, mandatory, nack and refusals: the article', () => {
     const channel = await connection.createConfirmChannel();
     const events: string[] = [];
     channel.on('return', (message: amqp.Message) => {
-      events.push(`return ${message.fields.replyCode} ${message.fields.replyText} ${message.content.toString()}`);
+      // basic.return fields; @types/amqplib types only the common ones.
+      const fields = message.fields as amqp.MessageFields & { replyCode: number; replyText: string };
+      events.push(`return ${fields.replyCode} ${fields.replyText} ${message.content.toString()}`);
     });
     await channel.assertQueue('jobs', { durable: false });
     await new Promise<void>((resolve, reject) => {
