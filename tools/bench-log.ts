@@ -1,0 +1,198 @@
+/**
+ * Log append benchmark: records/s and latency (p50/p99) with 1, 8 and 64
+ * concurrent appenders (each a closed loop: append, await, repeat), for
+ * records with 100-byte and 4 KiB payloads, compared in the same run with the
+ * raw rate of a plain `write + fdatasync` loop on the same disk (same
+ * directory) writing frames of the same size.
+ *
+ * The lone appender and the raw loop alternate in short slices, so a noisy
+ * neighbour on a shared machine weighs on both alike and their ratio stays
+ * meaningful. The 64-appender cases are compared with the lone appender.
+ * A few cases are repeated with pipelining off, which is how its default was
+ * chosen. Data lives in a temp dir (CAIRN_BENCH_DIR to choose the disk),
+ * removed afterwards.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { SegmentedLog, type AppendRecord } from '../src/log/index.js';
+import { encodeFrame } from '../src/log/record.js';
+
+const caseMs = 2000;
+const warmUpMs = 200;
+const sliceMs = 250;
+const samplesMax = 1 << 21;
+const payloadSizes = [100, 4096] as const;
+const targets = { loneVersusRaw: 0.9, sixtyFourVersusLone: 50 };
+
+const writeAsync = promisify(fs.write);
+const fdatasyncAsync = promisify(fs.fdatasync);
+
+/** Latencies of one case, in ms; percentiles by sorting a copy once. */
+class Latencies {
+  private readonly values = new Float64Array(samplesMax);
+  private count = 0;
+
+  add(ms: number): void {
+    if (this.count < samplesMax) this.values[this.count++] = ms;
+  }
+
+  percentileMicros(p: number): number {
+    const sorted = this.values.slice(0, this.count).sort();
+    return sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! * 1000;
+  }
+}
+
+interface Tally {
+  records: number;
+  ms: number;
+  readonly latencies: Latencies;
+  readonly frameBytes: number;
+}
+
+const newTally = (frameBytes: number): Tally => ({ records: 0, ms: 0, latencies: new Latencies(), frameBytes });
+const perSecond = (t: Tally): number => (t.records / t.ms) * 1000;
+
+function recordOf(payloadBytes: number): AppendRecord {
+  return { kind: 1, timestamp: Date.now(), body: new Uint8Array(payloadBytes).fill(0x5a) };
+}
+
+/** The plain loop the log is measured against: one write and one fdatasync per frame, nothing else. */
+async function rawSlice(fd: number, position: { bytes: number }, frame: Buffer, ms: number, tally: Tally | undefined): Promise<void> {
+  const started = performance.now();
+  const end = started + ms;
+  while (performance.now() < end) {
+    const t = performance.now();
+    await writeAsync(fd, frame, 0, frame.length, position.bytes);
+    position.bytes += frame.length;
+    await fdatasyncAsync(fd);
+    if (tally !== undefined) {
+      tally.latencies.add(performance.now() - t);
+      tally.records += 1;
+    }
+  }
+  if (tally !== undefined) tally.ms += performance.now() - started;
+}
+
+/** `appenders` closed loops appending `record` for `ms`. */
+async function appendSlice(log: SegmentedLog, appenders: number, record: AppendRecord, ms: number, tally: Tally | undefined): Promise<void> {
+  const started = performance.now();
+  const end = started + ms;
+  const loop = async (): Promise<void> => {
+    while (performance.now() < end) {
+      const t = performance.now();
+      await log.appendOne({ kind: record.kind, timestamp: Date.now(), body: record.body });
+      if (tally !== undefined) {
+        tally.latencies.add(performance.now() - t);
+        tally.records += 1;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: appenders }, loop));
+  if (tally !== undefined) tally.ms += performance.now() - started;
+}
+
+/** One side of a comparison: runs for `ms`, adding to `tally` when given (warm-up otherwise). */
+type Contestant = (ms: number, tally: Tally | undefined) => Promise<void>;
+
+/**
+ * Runs contestants in alternating slices (the order flipping every round), so
+ * that whatever else the machine is doing weighs on each about equally.
+ */
+async function interleaved(contestants: readonly Contestant[], tallies: readonly Tally[]): Promise<void> {
+  for (const run of contestants) await run(warmUpMs, undefined);
+  for (let round = 0; round * sliceMs < caseMs; round++) {
+    const order = round % 2 === 0 ? contestants.map((_, i) => i) : contestants.map((_, i) => contestants.length - 1 - i);
+    for (const i of order) await contestants[i]!(sliceMs, tallies[i]);
+  }
+}
+
+/** Raw loop and lone appender, interleaved. */
+async function rawAndLone(dir: string, payloadBytes: number): Promise<{ raw: Tally; lone: Tally }> {
+  const record = recordOf(payloadBytes);
+  const frame = encodeFrame(1, record);
+  const raw = newTally(frame.length);
+  const lone = newTally(frame.length);
+  const fd = fs.openSync(join(dir, `raw-${payloadBytes}.bin`), 'w');
+  const log = await SegmentedLog.open({ dir: join(dir, `lone-${payloadBytes}`) });
+  try {
+    const position = { bytes: 0 };
+    await interleaved([(ms, t) => rawSlice(fd, position, frame, ms, t), (ms, t) => appendSlice(log, 1, record, ms, t)], [raw, lone]);
+  } finally {
+    fs.closeSync(fd);
+    await log.close();
+  }
+  return { raw, lone };
+}
+
+/** Concurrent appenders on one log per option set, interleaved when there are several. */
+async function concurrent(dir: string, payloadBytes: number, appenders: number, pipelines: readonly boolean[]): Promise<Tally[]> {
+  const record = recordOf(payloadBytes);
+  const frameBytes = encodeFrame(1, record).length;
+  const logs = await Promise.all(pipelines.map((pipeline) => SegmentedLog.open({ dir: join(dir, `c${appenders}-${payloadBytes}-${pipeline ? 'p' : 'np'}`), pipeline })));
+  const tallies = logs.map(() => newTally(frameBytes));
+  try {
+    await interleaved(
+      logs.map((log) => (ms: number, t: Tally | undefined) => appendSlice(log, appenders, record, ms, t)),
+      tallies,
+    );
+  } finally {
+    for (const log of logs) await log.close();
+  }
+  return tallies;
+}
+
+function row(label: string, tally: Tally, comparison = ''): string {
+  const rate = perSecond(tally);
+  const megabytes = (rate * tally.frameBytes) / 1e6;
+  const cells = [
+    label.padEnd(36),
+    Math.round(rate).toLocaleString('en').padStart(10),
+    megabytes.toFixed(1).padStart(8),
+    tally.latencies.percentileMicros(50).toFixed(0).padStart(8),
+    tally.latencies.percentileMicros(99).toFixed(0).padStart(8),
+  ];
+  return `${cells.join(' ')}   ${comparison}`;
+}
+
+const ratio = (a: Tally, b: Tally): number => perSecond(a) / perSecond(b);
+const verdict = (ok: boolean): string => (ok ? 'met' : 'NOT met');
+
+async function benchPayload(dir: string, payloadBytes: number, summary: string[]): Promise<void> {
+  const size = payloadBytes >= 1024 ? `${payloadBytes / 1024} KiB` : `${payloadBytes} B`;
+  const { raw, lone } = await rawAndLone(dir, payloadBytes);
+  const [eight] = (await concurrent(dir, payloadBytes, 8, [true])) as [Tally];
+  const [sixtyFour] = (await concurrent(dir, payloadBytes, 64, [true])) as [Tally];
+  console.log(row(`raw write+fdatasync, ${raw.frameBytes} B frames`, raw));
+  console.log(row(`log, 1 appender, ${size} payload`, lone, `${ratio(lone, raw).toFixed(2)} × raw`));
+  console.log(row(`log, 8 appenders, ${size} payload`, eight, `${ratio(eight, lone).toFixed(1)} × lone, ${ratio(eight, raw).toFixed(1)} × raw`));
+  console.log(row(`log, 64 appenders, ${size} payload`, sixtyFour, `${ratio(sixtyFour, lone).toFixed(1)} × lone, ${ratio(sixtyFour, raw).toFixed(1)} × raw`));
+  summary.push(`lone appender ${size}: ${ratio(lone, raw).toFixed(2)} × raw (target ≥ ${targets.loneVersusRaw}: ${verdict(ratio(lone, raw) >= targets.loneVersusRaw)})`);
+  if (payloadBytes === 100) {
+    summary.push(`64 appenders ${size}: ${ratio(sixtyFour, lone).toFixed(1)} × lone (target ≥ ${targets.sixtyFourVersusLone}: ${verdict(ratio(sixtyFour, lone) >= targets.sixtyFourVersusLone)})`);
+  }
+}
+
+async function benchPipelining(dir: string): Promise<void> {
+  for (const appenders of [1, 8, 64]) {
+    const [on, off] = (await concurrent(dir, 100, appenders, [true, false])) as [Tally, Tally];
+    console.log(row(`pipelining on, ${appenders} appenders, 100 B`, on));
+    console.log(row(`pipelining off, ${appenders} appenders, 100 B`, off, `on/off ${ratio(on, off).toFixed(2)}`));
+  }
+}
+
+export async function benchLog(): Promise<void> {
+  const dir = fs.mkdtempSync(join(process.env['CAIRN_BENCH_DIR'] ?? os.tmpdir(), 'cairn-bench-log-'));
+  const [load1] = os.loadavg();
+  console.log(`log append: ${caseMs / 1000} s per case, data in ${dir}; node ${process.version}, ${os.cpus().length} CPUs, load average ${load1?.toFixed(2)}`);
+  console.log(`${'case'.padEnd(36)} ${'records/s'.padStart(10)} ${'MB/s'.padStart(8)} ${'p50 µs'.padStart(8)} ${'p99 µs'.padStart(8)}`);
+  const summary: string[] = [];
+  try {
+    for (const payloadBytes of payloadSizes) await benchPayload(dir, payloadBytes, summary);
+    await benchPipelining(dir);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  for (const line of summary) console.log(line);
+}
