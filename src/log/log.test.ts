@@ -166,6 +166,21 @@ describe('closing', () => {
   });
 });
 
+describe('reading while retention runs', () => {
+  it('a read that reaches a segment removed since it started fails with ESEGMENTGONE', async () => {
+    const log = await SegmentedLog.open({ dir: freshDir(), segmentBytesMax: 256, retentionBytes: 0 });
+    for (let i = 1; i <= 12; i++) await log.appendOne({ kind: 1, timestamp: i, body: { i, pad: 'x'.repeat(80) } });
+    const reading = log.read();
+    expect(reading.next().value).toMatchObject({ lsn: 1 });
+    await log.writeSnapshot(12, new Uint8Array());
+    const { removed } = await log.applyRetention();
+    expect(removed.length).toBeGreaterThan(1);
+    expect(() => [...reading]).toThrow(expect.objectContaining({ code: 'ESEGMENTGONE' }));
+    expect([...log.read()].map((r) => r.lsn)[0]).toBe(log.firstLsn);
+    await log.close();
+  });
+});
+
 describe('frame layout', () => {
   it('matches the documented layout byte for byte', () => {
     const frame = encodeFrame(0x1_0000_0002, { kind: 7, timestamp: 1000.5, body: null });

@@ -12,7 +12,7 @@
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { cursorBad, cursorEnd, SegmentCursor } from './cursor.js';
-import { CorruptRecordError, LogError } from './errors.js';
+import { CorruptRecordError, isErrnoCode, LogError } from './errors.js';
 import { decodeFrameBody, type LogRecord, type Lsn } from './record.js';
 import { segmentHeaderBytes } from './segment.js';
 
@@ -47,7 +47,7 @@ export function* readRecords(dir: string, segments: readonly ReadableSegment[], 
   for (const segment of segments) {
     if (segment.lastLsn < segment.firstLsn || segment.lastLsn < startLsn) continue;
     if (!timeReached && segment.maxTimestamp !== undefined && segment.maxTimestamp < time) continue;
-    const fd = fs.openSync(join(dir, segment.file), 'r');
+    const fd = openSegment(dir, segment.file);
     try {
       const cursor = new SegmentCursor(fd, segmentHeaderBytes, segment.bytes, segment.firstLsn);
       for (;;) {
@@ -71,5 +71,15 @@ export function* readRecords(dir: string, segments: readonly ReadableSegment[], 
     } finally {
       fs.closeSync(fd);
     }
+  }
+}
+
+/** Segments are opened as the read reaches them; retention may have removed one since the read started. */
+function openSegment(dir: string, file: string): number {
+  try {
+    return fs.openSync(join(dir, file), 'r');
+  } catch (error) {
+    if (!isErrnoCode(error, 'ENOENT')) throw error;
+    throw new LogError('ESEGMENTGONE', `segment ${file} was removed (by retention?) while this read was in progress; start a new read from the log's first LSN`, { cause: error });
   }
 }
