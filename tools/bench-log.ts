@@ -8,8 +8,8 @@
  * The lone appender and the raw loop alternate in short slices, so a noisy
  * neighbour on a shared machine weighs on both alike and their ratio stays
  * meaningful. The 64-appender cases are compared with the lone appender.
- * A few cases are repeated with pipelining off, which is how its default was
- * chosen. Data lives in a temp dir (CAIRN_BENCH_DIR to choose the disk),
+ * The pipelining rows compare it on and off, with appenders in lockstep and
+ * with jittered appenders; they are how its default (on) was chosen. Data lives in a temp dir (CAIRN_BENCH_DIR to choose the disk),
  * removed afterwards.
  */
 import * as fs from 'node:fs';
@@ -75,8 +75,14 @@ async function rawSlice(fd: number, position: { bytes: number }, frame: Buffer, 
   if (tally !== undefined) tally.ms += performance.now() - started;
 }
 
-/** `appenders` closed loops appending `record` for `ms`. */
-async function appendSlice(log: SegmentedLog, appenders: number, record: AppendRecord, ms: number, tally: Tally | undefined): Promise<void> {
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * `appenders` closed loops appending `record` for `ms`. With `jitter`, each
+ * appender waits 0–3 event-loop turns after each ack, as producers fed by
+ * sockets do, so they stop moving in lockstep.
+ */
+async function appendSlice(log: SegmentedLog, appenders: number, record: AppendRecord, ms: number, tally: Tally | undefined, jitter = false): Promise<void> {
   const started = performance.now();
   const end = started + ms;
   const loop = async (): Promise<void> => {
@@ -87,6 +93,7 @@ async function appendSlice(log: SegmentedLog, appenders: number, record: AppendR
         tally.latencies.add(performance.now() - t);
         tally.records += 1;
       }
+      if (jitter) for (let turns = Math.floor(Math.random() * 4); turns > 0; turns--) await nextTurn();
     }
   };
   await Promise.all(Array.from({ length: appenders }, loop));
@@ -127,14 +134,14 @@ async function rawAndLone(dir: string, payloadBytes: number): Promise<{ raw: Tal
 }
 
 /** Concurrent appenders on one log per option set, interleaved when there are several. */
-async function concurrent(dir: string, payloadBytes: number, appenders: number, pipelines: readonly boolean[]): Promise<Tally[]> {
+async function concurrent(dir: string, payloadBytes: number, appenders: number, pipelines: readonly boolean[], jitter = false): Promise<Tally[]> {
   const record = recordOf(payloadBytes);
   const frameBytes = encodeFrame(1, record).length;
-  const logs = await Promise.all(pipelines.map((pipeline) => SegmentedLog.open({ dir: join(dir, `c${appenders}-${payloadBytes}-${pipeline ? 'p' : 'np'}`), pipeline })));
+  const logs = await Promise.all(pipelines.map((pipeline) => SegmentedLog.open({ dir: join(dir, `c${appenders}-${payloadBytes}-${pipeline ? 'p' : 'np'}${jitter ? '-j' : ''}`), pipeline })));
   const tallies = logs.map(() => newTally(frameBytes));
   try {
     await interleaved(
-      logs.map((log) => (ms: number, t: Tally | undefined) => appendSlice(log, appenders, record, ms, t)),
+      logs.map((log) => (ms: number, t: Tally | undefined) => appendSlice(log, appenders, record, ms, t, jitter)),
       tallies,
     );
   } finally {
@@ -147,7 +154,7 @@ function row(label: string, tally: Tally, comparison = ''): string {
   const rate = perSecond(tally);
   const megabytes = (rate * tally.frameBytes) / 1e6;
   const cells = [
-    label.padEnd(36),
+    label.padEnd(44),
     Math.round(rate).toLocaleString('en').padStart(10),
     megabytes.toFixed(1).padStart(8),
     tally.latencies.percentileMicros(50).toFixed(0).padStart(8),
@@ -174,11 +181,15 @@ async function benchPayload(dir: string, payloadBytes: number, summary: string[]
   }
 }
 
+/** Pipelining on and off, with appenders in lockstep and with jittered ones (where batches overlap). */
 async function benchPipelining(dir: string): Promise<void> {
-  for (const appenders of [1, 8, 64]) {
-    const [on, off] = (await concurrent(dir, 100, appenders, [true, false])) as [Tally, Tally];
-    console.log(row(`pipelining on, ${appenders} appenders, 100 B`, on));
-    console.log(row(`pipelining off, ${appenders} appenders, 100 B`, off, `on/off ${ratio(on, off).toFixed(2)}`));
+  for (const jitter of [false, true]) {
+    for (const appenders of [8, 64]) {
+      const [on, off] = (await concurrent(dir, 100, appenders, [true, false], jitter)) as [Tally, Tally];
+      const label = `${appenders} ${jitter ? 'jittered' : 'lockstep'} appenders, 100 B`;
+      console.log(row(`pipelining on, ${label}`, on));
+      console.log(row(`pipelining off, ${label}`, off, `on/off ${ratio(on, off).toFixed(2)}`));
+    }
   }
 }
 
@@ -186,7 +197,7 @@ export async function benchLog(): Promise<void> {
   const dir = fs.mkdtempSync(join(process.env['CAIRN_BENCH_DIR'] ?? os.tmpdir(), 'cairn-bench-log-'));
   const [load1] = os.loadavg();
   console.log(`log append: ${caseMs / 1000} s per case, data in ${dir}; node ${process.version}, ${os.cpus().length} CPUs, load average ${load1?.toFixed(2)}`);
-  console.log(`${'case'.padEnd(36)} ${'records/s'.padStart(10)} ${'MB/s'.padStart(8)} ${'p50 µs'.padStart(8)} ${'p99 µs'.padStart(8)}`);
+  console.log(`${'case'.padEnd(44)} ${'records/s'.padStart(10)} ${'MB/s'.padStart(8)} ${'p50 µs'.padStart(8)} ${'p99 µs'.padStart(8)}`);
   const summary: string[] = [];
   try {
     for (const payloadBytes of payloadSizes) await benchPayload(dir, payloadBytes, summary);

@@ -106,7 +106,7 @@ describe('torn tail recovery', () => {
         (await expectRecords(dir, kept + 1)).close();
         fs.rmSync(dir, { recursive: true });
       }),
-      { numRuns: 60 },
+      { numRuns: 150 },
     );
   });
 
@@ -123,7 +123,7 @@ describe('torn tail recovery', () => {
         await log.close();
         fs.rmSync(dir, { recursive: true });
       }),
-      { numRuns: 60 },
+      { numRuns: 150 },
     );
   });
 });
@@ -144,7 +144,7 @@ describe('mid-log corruption', () => {
         await expectCorrupt(dir, victim);
         fs.rmSync(dir, { recursive: true });
       }),
-      { numRuns: 50 },
+      { numRuns: 100 },
     );
   });
 
@@ -158,7 +158,7 @@ describe('mid-log corruption', () => {
         await expectCorrupt(dir, victim);
         fs.rmSync(dir, { recursive: true });
       }),
-      { numRuns: 50 },
+      { numRuns: 100 },
     );
   });
 

@@ -113,7 +113,7 @@ describe('retention', () => {
         await reopened.close();
         fs.rmSync(dir, { recursive: true });
       }),
-      { numRuns: 60 },
+      { numRuns: 150 },
     );
   });
 });

@@ -103,7 +103,7 @@ describe('segmented log round trip', () => {
         await reopened.close();
         fs.rmSync(dir, { recursive: true });
       }),
-      { numRuns: 40 },
+      { numRuns: 100 },
     );
   });
 
@@ -118,7 +118,7 @@ describe('segmented log round trip', () => {
         await log.close();
         fs.rmSync(dir, { recursive: true });
       }),
-      { numRuns: 30 },
+      { numRuns: 60 },
     );
   });
 
@@ -144,7 +144,7 @@ describe('segmented log round trip', () => {
         await reopened.close();
         fs.rmSync(dir, { recursive: true });
       }),
-      { numRuns: 40 },
+      { numRuns: 80 },
     );
   });
 });

@@ -47,7 +47,7 @@ describe('snapshots', () => {
         await reopened.close();
         fs.rmSync(dir, { recursive: true });
       }),
-      { numRuns: 25 },
+      { numRuns: 50 },
     );
   });
 
@@ -80,7 +80,7 @@ describe('snapshots', () => {
         await reopened.close();
         fs.rmSync(dir, { recursive: true });
       }),
-      { numRuns: 40 },
+      { numRuns: 80 },
     );
   });
 
