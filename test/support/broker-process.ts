@@ -36,7 +36,8 @@ export function startBroker(dataDir: string, extraArgs: readonly string[] = []):
     let buffered = '';
     const timer = setTimeout(() => reject(new Error(`broker did not start within 15 s:\n${output.join('\n')}`)), 15_000);
     child.stderr!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
-    child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`broker exited with ${code} before it was ready:\n${output.join('\n')}`)); });
+    const exitedEarly = (code: number | null): void => { clearTimeout(timer); reject(new Error(`broker exited with ${code} before it was ready:\n${output.join('\n')}`)); };
+    child.once('exit', exitedEarly);
     child.stdout!.on('data', (chunk: Buffer) => {
       buffered += chunk.toString();
       let newline: number;
@@ -47,7 +48,7 @@ export function startBroker(dataDir: string, extraArgs: readonly string[] = []):
         const entry = JSON.parse(line) as { msg?: string; mqtt?: number | string; amqp?: number | string; http?: number | string };
         if (entry.msg?.includes(' ready')) {
           clearTimeout(timer);
-          child.removeAllListeners('exit');
+          child.off('exit', exitedEarly);
           resolvePromise({
             child, output,
             mqttPort: Number(entry.mqtt), amqpPort: Number(entry.amqp), httpPort: Number(entry.http),
