@@ -140,7 +140,9 @@ describe('MQTT across kill -9', () => {
     const subscribers = ['s1', 's2'];
     for (const id of subscribers) {
       const s = await client(running.mqttPort, id, false);
-      await s.client.subscribeAsync('load/#', { qos: 2 });
+      // Subscribers take QoS 1: MQTT.js keeps its inbound QoS 2 state in memory, so a fresh client object after a
+      // crash could not finish a QoS 2 handshake whose PUBREC the broker already holds (the QoS 2 test covers that path).
+      await s.client.subscribeAsync('load/#', { qos: 1 });
       await s.client.endAsync();
     }
     const acked = new Set<string>();
