@@ -9,8 +9,9 @@
  * neighbour on a shared machine weighs on both alike and their ratio stays
  * meaningful. The 64-appender cases are compared with the lone appender.
  * The pipelining rows compare it on and off, with appenders in lockstep and
- * with jittered appenders; they are how its default (on) was chosen. Data lives in a temp dir (CAIRN_BENCH_DIR to choose the disk),
- * removed afterwards.
+ * with jittered appenders; they are how its default (on) was chosen. Last
+ * comes the replay rate of read() (checksums verified, bodies decoded).
+ * Data lives in a temp dir (CAIRN_BENCH_DIR picks the disk), removed afterwards.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -193,6 +194,28 @@ async function benchPipelining(dir: string): Promise<void> {
   }
 }
 
+const replayRecords = 500_000;
+
+/** Replay speed: read() with verify and full decode, over a log of small records written in big batches. */
+async function benchRead(dir: string): Promise<void> {
+  const log = await SegmentedLog.open({ dir: join(dir, 'read') });
+  try {
+    const batch = Array.from({ length: 5000 }, (_, i): AppendRecord => ({ kind: 3, timestamp: Date.now(), body: { queue: 'orders', seq: i, payload: new Uint8Array(100) } }));
+    for (let written = 0; written < replayRecords; written += batch.length) await log.append(batch);
+    let bytes = 0;
+    let records = 0;
+    const started = performance.now();
+    for (const record of log.read()) {
+      records += 1;
+      bytes += record.size;
+    }
+    const seconds = (performance.now() - started) / 1000;
+    console.log(`read() from LSN 1, verify + decode: ${records.toLocaleString('en')} records (${(bytes / 1e6).toFixed(0)} MB) in ${seconds.toFixed(2)} s = ${Math.round(records / seconds).toLocaleString('en')} records/s, ${(bytes / 1e6 / seconds).toFixed(0)} MB/s`);
+  } finally {
+    await log.close();
+  }
+}
+
 export async function benchLog(): Promise<void> {
   const dir = fs.mkdtempSync(join(process.env['CAIRN_BENCH_DIR'] ?? os.tmpdir(), 'cairn-bench-log-'));
   const [load1] = os.loadavg();
@@ -202,6 +225,7 @@ export async function benchLog(): Promise<void> {
   try {
     for (const payloadBytes of payloadSizes) await benchPayload(dir, payloadBytes, summary);
     await benchPipelining(dir);
+    await benchRead(dir);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
