@@ -50,7 +50,8 @@ export async function startCairn(config: ServeConfig, logger: Logger): Promise<R
     if (mqtt) closers.push(() => mqtt.close());
     const amqp = config.amqpPort === undefined ? undefined : await startAmqpServer({ core: broker.amqp, host: config.bind, port: config.amqpPort, logger, users });
     if (amqp) closers.push(() => amqp.close());
-    const http = config.httpPort === undefined ? undefined : await startHttpServer({ broker, host: config.bind, port: config.httpPort, logger, users, version });
+    const connections = (): Record<string, number> => ({ mqtt: mqtt?.connections() ?? 0, amqp: amqp?.connections() ?? 0 });
+    const http = config.httpPort === undefined ? undefined : await startHttpServer({ broker, host: config.bind, port: config.httpPort, logger, users, version, connections });
     if (http) closers.push(() => http.close());
     logger.info({ data: config.dataDir, mqtt: mqtt?.port ?? 'off', amqp: amqp?.port ?? 'off', http: http?.port ?? 'off' }, `Cairn ${version} ready`);
     return {
