@@ -1,0 +1,327 @@
+/**
+ * MQTT benchmark: Cairn (the built dist/src/cli.js, run as a child process)
+ * against the disk it writes to and, when `mosquitto` is installed, against
+ * Mosquitto side by side. One run prints one table:
+ *   - raw `write(100 B) + fdatasync` latency on the same disk (the floor for
+ *     any per-message durable write);
+ *   - 500 sequential QoS 1 publishes, each awaiting its PUBACK, with no
+ *     subscriber and with one offline persistent subscriber (clean=false,
+ *     subscribed at QoS 1, then disconnected: the durable path);
+ *   - QoS 0 and QoS 1 throughput publisher → live clean subscriber
+ *     (20,000 messages of 100 B, counted at the subscriber).
+ * Mosquitto runs with `persistence false`; even with persistence on it saves
+ * periodically, never fsyncing per message, so it is not doing the same work.
+ * Nothing is installed here: without `mosquitto` its column is skipped.
+ * Data lives in a temp dir (CAIRN_BENCH_DIR picks the disk), removed afterwards.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import { join, resolve } from 'node:path';
+import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
+
+const cli = resolve(import.meta.dirname, '../src/cli.js');
+const payload = Buffer.alloc(100, 0x61);
+const latencyCount = 500;
+const throughputCount = 20_000;
+const stallMs = 5_000;
+
+// ---- shared helpers (also used by bench-amqp.ts) ---------------------------
+
+export function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[index]!;
+}
+
+export interface LatencySummary { readonly p50: number; readonly p99: number; readonly count: number }
+
+export function summarize(samples: readonly number[]): LatencySummary {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), count: sorted.length };
+}
+
+export function benchBaseDir(): string {
+  return process.env['CAIRN_BENCH_DIR'] ?? os.tmpdir();
+}
+
+export function tempDir(prefix: string): { dir: string; remove(): void } {
+  const dir = fs.mkdtempSync(join(benchBaseDir(), prefix));
+  return { dir, remove: () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** 100-byte write + fdatasync, `iterations` times, in a temp dir on the bench disk. */
+export function rawFdatasync(iterations = 500): LatencySummary {
+  const temp = tempDir('cairn-bench-raw-');
+  try {
+    const fd = fs.openSync(join(temp.dir, 'raw'), 'w');
+    try {
+      const samples: number[] = [];
+      for (let i = 0; i < iterations + 20; i++) {
+        const started = performance.now();
+        fs.writeSync(fd, payload);
+        fs.fdatasyncSync(fd);
+        if (i >= 20) samples.push(performance.now() - started);
+      }
+      return summarize(samples);
+    } finally {
+      fs.closeSync(fd);
+    }
+  } finally {
+    temp.remove();
+  }
+}
+
+export interface CairnProcess { readonly mqttPort: number; readonly amqpPort: number; stop(): Promise<void> }
+
+/** Starts `cairn serve` on OS-picked ports, read back from its JSON ready line. */
+export function startCairn(dataDir: string): Promise<CairnProcess> {
+  const child = spawn(process.execPath, [cli, 'serve', '--data', dataDir, '--mqtt-port', '0', '--amqp-port', '0', '--http-port', 'off'], {
+    env: { ...process.env, CAIRN_LOG_FORMAT: 'json', CAIRN_LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output: string[] = [];
+  const exited = new Promise<void>((done) => child.once('exit', () => done()));
+  return new Promise((resolvePromise, reject) => {
+    let buffered = '';
+    let ready = false;
+    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`cairn did not start within 15 s:\n${output.join('\n')}`)); }, 15_000);
+    child.stderr!.on('data', (chunk: Buffer) => { if (!ready) output.push(chunk.toString()); });
+    const exitedEarly = (code: number | null): void => { clearTimeout(timer); reject(new Error(`cairn exited with ${code} before it was ready:\n${output.join('\n')}`)); };
+    child.once('exit', exitedEarly);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      if (ready) return; // keep draining the pipe so logging never blocks the broker
+      buffered += chunk.toString();
+      let newline: number;
+      while ((newline = buffered.indexOf('\n')) >= 0) {
+        const line = buffered.slice(0, newline);
+        buffered = buffered.slice(newline + 1);
+        output.push(line);
+        let entry: { msg?: string; mqtt?: number | string; amqp?: number | string };
+        try { entry = JSON.parse(line) as typeof entry; } catch { continue; }
+        if (entry.msg?.includes(' ready')) {
+          ready = true;
+          clearTimeout(timer);
+          child.off('exit', exitedEarly);
+          resolvePromise({
+            mqttPort: Number(entry.mqtt), amqpPort: Number(entry.amqp),
+            stop: () => stopChild(child, exited),
+          });
+          return;
+        }
+      }
+    });
+  });
+}
+
+async function stopChild(child: ChildProcess, exited: Promise<void>): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+export function commandExists(name: string): boolean {
+  return spawnSync('sh', ['-c', `command -v ${name}`], { stdio: 'ignore' }).status === 0;
+}
+
+export function fmt(value: number, digits = 2): string {
+  return Number.isFinite(value) ? value.toFixed(digits) : '-';
+}
+
+export function printTable(rows: readonly (readonly string[])[]): void {
+  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? '').length)));
+  rows.forEach((row, index) => {
+    console.log(row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  '));
+    if (index === 0) console.log(widths.map((width) => '-'.repeat(width)).join('  '));
+  });
+}
+
+// ---- Mosquitto -------------------------------------------------------------
+
+function freePort(): Promise<number> {
+  return new Promise((resolvePromise, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const port = (server.address() as net.AddressInfo).port;
+      server.close(() => resolvePromise(port));
+    });
+  });
+}
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolvePromise) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => { socket.destroy(); resolvePromise(true); });
+    socket.once('error', () => resolvePromise(false));
+  });
+}
+
+async function startMosquitto(dir: string): Promise<{ port: number; stop(): Promise<void> }> {
+  const port = await freePort();
+  const config = join(dir, 'mosquitto.conf');
+  fs.writeFileSync(config, `listener ${port} 127.0.0.1\nallow_anonymous true\npersistence false\n`);
+  const child = spawn('mosquitto', ['-c', config], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const errors: string[] = [];
+  child.stderr!.on('data', (chunk: Buffer) => errors.push(chunk.toString()));
+  const exited = new Promise<void>((done) => child.once('exit', () => done()));
+  const deadline = Date.now() + 10_000;
+  while (!(await canConnect(port))) {
+    if (child.exitCode !== null || Date.now() > deadline) {
+      await stopChild(child, exited);
+      throw new Error(`mosquitto did not start:\n${errors.join('')}`);
+    }
+    await new Promise((done) => setTimeout(done, 50));
+  }
+  return { port, stop: () => stopChild(child, exited) };
+}
+
+// ---- MQTT cases --------------------------------------------------------------
+
+function connect(port: number, clientId: string, clean = true): Promise<MqttClient> {
+  const options: IClientOptions = { host: '127.0.0.1', port, clientId, clean, reconnectPeriod: 0, protocolVersion: 4, connectTimeout: 10_000 };
+  return mqtt.connectAsync(options);
+}
+
+async function sequentialQos1(port: number, topic: string): Promise<LatencySummary> {
+  const publisher = await connect(port, `bench-pub-${topic}`);
+  try {
+    for (let i = 0; i < 20; i++) await publisher.publishAsync(topic, payload, { qos: 1 });
+    const samples: number[] = [];
+    for (let i = 0; i < latencyCount; i++) {
+      const started = performance.now();
+      await publisher.publishAsync(topic, payload, { qos: 1 });
+      samples.push(performance.now() - started);
+    }
+    return summarize(samples);
+  } finally {
+    await publisher.endAsync();
+  }
+}
+
+async function offlineSubscriberQos1(port: number, topic: string): Promise<LatencySummary> {
+  const clientId = `bench-offline-${topic}`;
+  const subscriber = await connect(port, clientId, false);
+  await subscriber.subscribeAsync(topic, { qos: 1 });
+  await subscriber.endAsync();
+  const result = await sequentialQos1(port, topic);
+  // Drop the stored session and its queued messages.
+  const cleaner = await connect(port, clientId, true);
+  await cleaner.endAsync();
+  return result;
+}
+
+interface Throughput { readonly rate: number; readonly received: number; readonly acked: number }
+
+async function throughput(port: number, topic: string, qos: 0 | 1): Promise<Throughput> {
+  const subscriber = await connect(port, `bench-sub-${topic}`);
+  const publisher = await connect(port, `bench-tpub-${topic}`);
+  try {
+    await subscriber.subscribeAsync(topic, { qos });
+    let received = 0;
+    let lastAt = performance.now();
+    let done: () => void = () => undefined;
+    const allReceived = new Promise<void>((resolvePromise) => { done = resolvePromise; });
+    subscriber.on('message', () => {
+      received++;
+      lastAt = performance.now();
+      if (received === throughputCount) done();
+    });
+    let acked = 0;
+    const started = performance.now();
+    for (let i = 0; i < throughputCount; i++) publisher.publish(topic, payload, { qos }, (error) => { if (!error) acked++; });
+    // Wait for all, or until nothing arrived for stallMs (QoS 0 may drop).
+    await Promise.race([
+      allReceived,
+      new Promise<void>((resolvePromise) => {
+        const timer = setInterval(() => {
+          if (performance.now() - lastAt > stallMs) { clearInterval(timer); resolvePromise(); }
+        }, 100);
+        void allReceived.then(() => { clearInterval(timer); resolvePromise(); });
+      }),
+    ]);
+    const seconds = (lastAt - started) / 1000;
+    return { rate: received / seconds, received, acked: qos === 0 ? Number.NaN : acked };
+  } finally {
+    subscriber.end(true);
+    publisher.end(true);
+  }
+}
+
+interface MqttResults {
+  readonly noSub: LatencySummary;
+  readonly offline: LatencySummary;
+  readonly qos0: Throughput;
+  readonly qos1: Throughput;
+}
+
+async function runCases(port: number): Promise<MqttResults> {
+  const noSub = await sequentialQos1(port, 'bench/nosub');
+  const offline = await offlineSubscriberQos1(port, 'bench/offline');
+  const qos0 = await throughput(port, 'bench/tput0', 0);
+  const qos1 = await throughput(port, 'bench/tput1', 1);
+  return { noSub, offline, qos0, qos1 };
+}
+
+export async function benchMqtt(): Promise<void> {
+  const raw = rawFdatasync(500);
+
+  const cairnData = tempDir('cairn-bench-mqtt-');
+  let cairn: MqttResults;
+  try {
+    const broker = await startCairn(cairnData.dir);
+    try {
+      cairn = await runCases(broker.mqttPort);
+    } finally {
+      await broker.stop();
+    }
+  } finally {
+    cairnData.remove();
+  }
+
+  let mosquitto: MqttResults | undefined;
+  let mosquittoNote: string;
+  if (commandExists('mosquitto')) {
+    const mosquittoDir = tempDir('cairn-bench-mosquitto-');
+    try {
+      const broker = await startMosquitto(mosquittoDir.dir);
+      try {
+        mosquitto = await runCases(broker.port);
+      } finally {
+        await broker.stop();
+      }
+      mosquittoNote = 'Mosquitto: persistence false; its persistence, when on, is a periodic snapshot, never a per-message fsync.';
+    } finally {
+      mosquittoDir.remove();
+    }
+  } else {
+    mosquittoNote = 'mosquitto not installed: Mosquitto column skipped.';
+  }
+
+  const ms = (value: number): string => `${fmt(value, 3)} ms`;
+  const rate = (t: Throughput): string => `${Math.round(t.rate).toLocaleString('en-US')} msg/s (rcvd ${t.received}/${throughputCount}${Number.isNaN(t.acked) ? '' : `, acked ${t.acked}`})`;
+  const ratio = (a: number, b: number | undefined): string => (b === undefined || !(b > 0) ? '-' : `${fmt(a / b)}x`);
+  const rows: string[][] = [['case', 'Cairn', 'Mosquitto', 'Cairn/Mosquitto']];
+  rows.push(['raw write(100 B)+fdatasync p50', ms(raw.p50), '', '']);
+  rows.push(['raw write(100 B)+fdatasync p99', ms(raw.p99), '', '']);
+  const latencyRow = (label: string, pick: (r: MqttResults) => number): void => {
+    rows.push([label, ms(pick(cairn)), mosquitto ? ms(pick(mosquitto)) : 'skipped', ratio(pick(cairn), mosquitto && pick(mosquitto))]);
+  };
+  latencyRow('QoS 1 seq publish, no subscriber p50', (r) => r.noSub.p50);
+  latencyRow('QoS 1 seq publish, no subscriber p99', (r) => r.noSub.p99);
+  latencyRow('QoS 1 seq publish, offline persistent sub p50', (r) => r.offline.p50);
+  latencyRow('QoS 1 seq publish, offline persistent sub p99', (r) => r.offline.p99);
+  const throughputRow = (label: string, pick: (r: MqttResults) => Throughput): void => {
+    rows.push([label, rate(pick(cairn)), mosquitto ? rate(pick(mosquitto)) : 'skipped', ratio(pick(cairn).rate, mosquitto && pick(mosquitto).rate)]);
+  };
+  throughputRow('QoS 0 pub->sub throughput', (r) => r.qos0);
+  throughputRow('QoS 1 pub->sub throughput', (r) => r.qos1);
+
+  console.log(`MQTT: ${latencyCount} sequential publishes per latency case, ${throughputCount} x 100 B per throughput case; disk: ${benchBaseDir()}`);
+  printTable(rows);
+  console.log(`Latency ratios > 1: Cairn slower; throughput ratios > 1: Cairn faster. Offline-sub case is Cairn's durable path (fsync per publish).`);
+  console.log(mosquittoNote);
+}
