@@ -4,14 +4,26 @@
  * Adding a suite is one import and one entry in `suites`. Suites print their
  * own figures; benchmarks are not tests and never fail the run on a target.
  */
+import { benchAmqp } from './bench-amqp.js';
+import { benchInspect } from './bench-inspect.js';
 import { benchLog } from './bench-log.js';
+import { benchMqtt } from './bench-mqtt.js';
+import { benchReplay } from './bench-replay.js';
+import { benchTopics } from './bench-topics.js';
 
 interface BenchSuite {
   readonly name: string;
   readonly run: () => Promise<void>;
 }
 
-const suites: readonly BenchSuite[] = [{ name: 'log', run: benchLog }];
+const suites: readonly BenchSuite[] = [
+  { name: 'log', run: benchLog },
+  { name: 'replay', run: benchReplay },
+  { name: 'topics', run: benchTopics },
+  { name: 'mqtt', run: benchMqtt },
+  { name: 'amqp', run: benchAmqp },
+  { name: 'inspect', run: benchInspect },
+];
 
 async function main(): Promise<void> {
   const requested = process.argv.slice(2);
