@@ -10,6 +10,7 @@ import { Broker } from './core/broker.js';
 import { startHttpServer } from './http/server.js';
 import { SegmentedLog } from './log/index.js';
 import type { Logger } from './logger.js';
+import { Metrics } from './metrics.js';
 import { startAmqpServer } from './protocols/amqp/server.js';
 import { startMqttServer } from './protocols/mqtt/server.js';
 import { version } from './version.js';
@@ -26,8 +27,10 @@ export interface RunningCairn {
 
 export async function startCairn(config: ServeConfig, logger: Logger): Promise<RunningCairn> {
   const users: Users = config.usersFile ? await loadUsersFile(config.usersFile) : anonymousUsers;
+  const metrics = new Metrics();
   const log = await SegmentedLog.open({
     dir: config.dataDir,
+    onSync: (seconds, records) => metrics.fsync(seconds, records),
     segmentBytesMax: config.segmentBytesMax,
     logger: logger.child({ component: 'log' }),
     ...(config.archiveDir !== undefined ? { archiveDir: config.archiveDir } : {}),
@@ -37,6 +40,7 @@ export async function startCairn(config: ServeConfig, logger: Logger): Promise<R
   const broker = Broker.open({
     log,
     logger: logger.child({ component: 'core' }),
+    observer: metrics,
     ingestRoutes: config.ingestRoutes,
     limits: { snapshotEveryRecords: config.snapshotEveryRecords, sessionQueueMessagesMax: config.sessionQueueMessagesMax, queueReadyMessagesMax: config.queueReadyMessagesMax },
   });
@@ -51,7 +55,7 @@ export async function startCairn(config: ServeConfig, logger: Logger): Promise<R
     const amqp = config.amqpPort === undefined ? undefined : await startAmqpServer({ core: broker.amqp, host: config.bind, port: config.amqpPort, logger, users });
     if (amqp) closers.push(() => amqp.close());
     const connections = (): Record<string, number> => ({ mqtt: mqtt?.connections() ?? 0, amqp: amqp?.connections() ?? 0 });
-    const http = config.httpPort === undefined ? undefined : await startHttpServer({ broker, host: config.bind, port: config.httpPort, logger, users, version, connections });
+    const http = config.httpPort === undefined ? undefined : await startHttpServer({ broker, host: config.bind, port: config.httpPort, logger, users, version, connections, metrics });
     if (http) closers.push(() => http.close());
     logger.info({ data: config.dataDir, mqtt: mqtt?.port ?? 'off', amqp: amqp?.port ?? 'off', http: http?.port ?? 'off' }, `Cairn ${version} ready`);
     return {

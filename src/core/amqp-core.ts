@@ -137,6 +137,7 @@ export class AmqpCoreImpl implements AmqpCore {
     }
     // The bridge: amq.topic also reaches MQTT subscribers, with '.' ⇄ '/' swapped.
     const sessions = message.exchange === 'amq.topic' ? this.context.bridgeSessions(swapSeparators(message.routingKey)) : noSessions;
+    this.context.observer.messageIn('amqp');
     const routed = queues.length > 0 || sessions.size > 0;
     if (!routed) return { routed, durable: undefined };
     const durable = publish(this.context, {
@@ -167,6 +168,7 @@ export class AmqpCoreImpl implements AmqpCore {
     const entry = queue.shift();
     if (!entry) return { delivery: undefined, messageCount: 0 };
     if (entry.durable) this.context.committer.settleLater('deliver', { q: queue.name }, entry.seq);
+    this.context.observer.messageOut('amqp');
     const delivery = queue.deliveryOf(entry);
     if (options.noAck) this.finish(queue, entry.seq, entry.durable);
     else queue.unacked.set(entry.seq, entry);
@@ -199,6 +201,7 @@ export class AmqpCoreImpl implements AmqpCore {
       if (entry.durable) this.context.committer.settleLater('deliver', { q: queue.name }, entry.seq);
       if (consumer.noAck) this.finish(queue, entry.seq, entry.durable);
       else queue.unacked.set(entry.seq, entry);
+      this.context.observer.messageOut('amqp');
       consumer.deliver(queue.deliveryOf(entry));
     }
   }

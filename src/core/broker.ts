@@ -23,6 +23,7 @@ import type { IngestRoute } from './ingest.js';
 import { checkCoreLimits, defaultCoreLimits, type CoreLimits } from './limits.js';
 import { MqttCoreImpl } from './mqtt-core.js';
 import { SessionDelivery, SessionRuntime, swapSeparators } from './mqtt-sessions.js';
+import { silentObserver, type BrokerObserver } from './observer.js';
 import type { RecordLog } from './record-log.js';
 import { SubscriptionIndex } from './subscription-index.js';
 import type { BrokerRecord } from '../projections/records.js';
@@ -41,6 +42,8 @@ export interface BrokerOptions {
   readonly ingestRoutes?: readonly IngestRoute[];
   readonly clock?: () => number;
   readonly logger?: Logger;
+  /** Told about messages in and out and drops (metrics). */
+  readonly observer?: BrokerObserver;
 }
 
 export interface RecoveryReport {
@@ -80,14 +83,15 @@ export class Broker {
     this.committer = new Committer(log, state, clock, logger);
     this.committer.onCommitted = () => this.maybeSnapshot();
     const delivery = new SessionDelivery(this.committer, this.limits);
+    const observer = options.observer ?? silentObserver;
     const amqp = new AmqpCoreImpl({
-      committer: this.committer, limits: this.limits, delivery, state, exchanges: this.exchanges, queues: this.queues,
+      committer: this.committer, limits: this.limits, delivery, observer, state, exchanges: this.exchanges, queues: this.queues,
       dispatch: (queue) => amqp.dispatchQueue(queue),
       bridgeSessions: (topic) => this.subscriptions.match(topic),
     });
     this.amqp = amqp;
     this.mqtt = new MqttCoreImpl({
-      committer: this.committer, limits: this.limits, delivery, state, sessions: this.sessions, subscriptions: this.subscriptions,
+      committer: this.committer, limits: this.limits, delivery, observer, state, sessions: this.sessions, subscriptions: this.subscriptions,
       ingestRoutes: this.ingestRoutes, clock,
       dispatch: (queue) => amqp.dispatchQueue(queue),
       bridgeQueues: (routingKey) => this.bridgeQueues(routingKey),

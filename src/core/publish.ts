@@ -20,6 +20,7 @@ import type { Durable, Qos } from './api.js';
 import { amqpMessageOf, type QueueRuntime } from './amqp-queue.js';
 import { record, type Committer, type PendingRecord } from './committer.js';
 import type { CoreLimits } from './limits.js';
+import type { BrokerObserver } from './observer.js';
 import { minQos, swapSeparators, type SessionDelivery, type SessionRuntime } from './mqtt-sessions.js';
 
 export interface Publication {
@@ -44,6 +45,7 @@ export interface PublishContext {
   readonly committer: Committer;
   readonly limits: CoreLimits;
   readonly delivery: SessionDelivery;
+  readonly observer: BrokerObserver;
   dispatch(queue: QueueRuntime): void;
 }
 
@@ -79,7 +81,10 @@ function planSessions(context: PublishContext, publication: Publication, records
     if (qos === 0 || !session.persistent) continue;
     if (session.state.pending.size >= context.limits.sessionQueueMessagesMax) {
       const oldest = context.delivery.oldestDroppable(session);
-      if (oldest !== undefined) records.push(record('drop', { c: session.clientId, s: [oldest], why: 'bound' }));
+      if (oldest !== undefined) {
+        records.push(record('drop', { c: session.clientId, s: [oldest], why: 'bound' }));
+        context.observer.drop('session', 1);
+      }
     }
     rows.push([session.clientId, session.state.nextSeq, qos]);
   }
@@ -92,6 +97,7 @@ function planQueues(context: PublishContext, publication: Publication, records: 
     if (queue.readyCount >= context.limits.queueReadyMessagesMax) {
       const oldest = queue.shift()!;
       queue.dropped++;
+      context.observer.drop('queue', 1);
       if (oldest.durable) records.push(record('drop', { q: queue.name, s: [oldest.seq], why: 'bound' }));
     }
     if (queue.durable && publication.persistent) rows.push([queue, queue.takeSeq()]);

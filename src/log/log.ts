@@ -41,6 +41,8 @@ export interface LogOptions {
   fileSystem?: LogFileSystem;
   /** Internal (benchmarks): write batch k+1 while batch k syncs. Default true. */
   pipeline?: boolean;
+  /** Told after every fdatasync: its duration and the records it made durable (for metrics). */
+  onSync?: (seconds: number, records: number) => void;
 }
 
 export const segmentBytesMaxDefault = 64 * 1024 * 1024;
@@ -58,6 +60,7 @@ interface Settings {
   readonly clock: () => number;
   readonly fileSystem: LogFileSystem;
   readonly pipeline: boolean;
+  readonly onSync: ((seconds: number, records: number) => void) | undefined;
 }
 
 const closeAsync = promisify(fs.close);
@@ -85,6 +88,7 @@ export class SegmentedLog {
       fileSystem: settings.fileSystem,
       pipeline: settings.pipeline,
       logger: settings.logger,
+      onSync: settings.onSync,
     });
   }
 
@@ -255,6 +259,7 @@ function resolveSettings(options: LogOptions): Settings {
     clock: options.clock ?? Date.now,
     fileSystem: options.fileSystem ?? nodeFileSystem,
     pipeline: options.pipeline ?? true,
+    onSync: options.onSync,
   };
 }
 
