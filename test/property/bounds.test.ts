@@ -1,0 +1,55 @@
+/**
+ * Bounds drop exactly the oldest: for any number of messages published to an
+ * offline persistent MQTT session or a durable AMQP queue with no consumer,
+ * what remains is exactly the newest `bound` of them, in order, the drop
+ * counter says how many went, and a replay of the log agrees (the drops are
+ * records, so a restart never resurrects what the bound discarded).
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { Broker } from '../../src/core/broker.js';
+import { MemoryLog } from '../../src/core/record-log.js';
+import { encodeState } from '../../src/projections/snapshot-codec.js';
+
+const noLink = { sendPublish: () => true, sendPubrel: () => undefined, takenOver: () => undefined };
+const text = (bytes: Uint8Array): string => Buffer.from(bytes).toString();
+
+describe('bounds drop exactly the oldest', () => {
+  it('offline persistent MQTT session', async () => {
+    await fc.assert(fc.asyncProperty(fc.integer({ min: 1, max: 8 }), fc.integer({ min: 0, max: 30 }), async (bound, count) => {
+      const log = new MemoryLog();
+      const broker = Broker.open({ log, limits: { sessionQueueMessagesMax: bound } });
+      const sub = broker.mqtt.connect('sub', false, noLink);
+      await sub.durable;
+      await sub.session.subscribe([{ filter: 't', qos: 1 }]).durable;
+      sub.session.detach();
+      const pub = broker.mqtt.connect('pub', true, noLink).session;
+      for (let i = 0; i < count; i++) await pub.publish({ topic: 't', payload: Buffer.from(String(i)), qos: 1, retain: false, packetId: 1 + i }).durable;
+      await broker.flush();
+      const session = broker.state.sessions.get('sub')!;
+      const kept = Array.from({ length: Math.min(count, bound) }, (_, k) => String(count - Math.min(count, bound) + k));
+      expect([...session.pending.values()].map((e) => text(e.message.payload))).toEqual(kept);
+      expect(session.dropped).toBe(Math.max(0, count - bound));
+      expect(encodeState(Broker.open({ log }).state)).toEqual(encodeState(broker.state));
+    }), { numRuns: 60 });
+  });
+
+  it('durable AMQP queue without consumers', async () => {
+    await fc.assert(fc.asyncProperty(fc.integer({ min: 1, max: 8 }), fc.integer({ min: 0, max: 30 }), async (bound, count) => {
+      const log = new MemoryLog();
+      const broker = Broker.open({ log, limits: { queueReadyMessagesMax: bound } });
+      await broker.amqp.declareQueue('q', { passive: false, durable: true, exclusive: false, autoDelete: false, arguments: {}, owner: 'o' }).durable;
+      for (let i = 0; i < count; i++) {
+        await broker.amqp.publish({ exchange: '', routingKey: 'q', body: Buffer.from(String(i)), properties: new Uint8Array([0x10, 0, 2]) }, { persistent: true, from: 'p' }).durable;
+      }
+      await broker.flush();
+      const queue = broker.state.queues.get('q')!;
+      const kept = Array.from({ length: Math.min(count, bound) }, (_, k) => String(count - Math.min(count, bound) + k));
+      expect([...queue.pending.values()].map((e) => text(e.message.payload))).toEqual(kept);
+      expect(queue.dropped).toBe(Math.max(0, count - bound));
+      const restarted = Broker.open({ log });
+      expect(encodeState(restarted.state)).toEqual(encodeState(broker.state));
+      expect(restarted.queues.get('q')!.readyCount).toBe(kept.length);
+    }), { numRuns: 60 });
+  });
+});
