@@ -178,7 +178,8 @@ export class AmqpCoreImpl implements AmqpCore {
   settle(delivery: QueueDelivery, outcome: 'ack' | 'reject' | 'requeue'): void {
     const queue = this.context.queues.get(delivery.queue);
     const entry = queue?.unacked.get(delivery.seq);
-    if (!queue || !entry) return; // the queue was deleted meanwhile: nothing left to settle
+    // The queue was deleted meanwhile (perhaps redeclared, reusing seqs): nothing left to settle.
+    if (!queue || !entry || entry.message !== delivery.message) return;
     queue.unacked.delete(delivery.seq);
     if (outcome === 'requeue') {
       queue.requeue(entry);

@@ -19,8 +19,9 @@ export function enqueueForQueue(queue: QueueState, seq: number, message: StoredM
 }
 
 export function removeFromQueue(queue: QueueState, body: AckBody | DropBody): void {
-  for (const seq of body.s) queue.pending.delete(seq);
-  if ('why' in body && body.why === 'bound') queue.dropped += body.s.length;
+  let removed = 0;
+  for (const seq of body.s) if (queue.pending.delete(seq)) removed++;
+  if ('why' in body && body.why === 'bound') queue.dropped += removed;
 }
 
 export function markQueueDelivered(queue: QueueState, body: DeliverBody): void {

@@ -39,8 +39,10 @@ export function enqueueForSession(session: SessionState, seq: number, qos: 1 | 2
 }
 
 export function removeFromSession(session: SessionState, body: AckBody | DropBody): void {
-  for (const seq of body.s) session.pending.delete(seq);
-  if ('why' in body) session.dropped += body.s.length;
+  let removed = 0;
+  for (const seq of body.s) if (session.pending.delete(seq)) removed++;
+  // Count only what this record really removed: an ack may have finished a message just before its drop.
+  if ('why' in body) session.dropped += removed;
 }
 
 export function markSessionDelivered(session: SessionState, body: DeliverBody): void {
