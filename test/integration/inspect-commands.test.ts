@@ -12,7 +12,7 @@ import { SegmentedLog } from '../../src/log/index.js';
 import { encodeState, type EncodedState } from '../../src/projections/snapshot-codec.js';
 import { runInspect, runRecover } from '../../src/inspect/index.js';
 import { toJsonValue } from '../../src/inspect/format.js';
-import { WorkloadDriver } from '../../src/inspect/workload.js';
+import { WorkloadDriver } from '../support/inspect-workload.js';
 
 interface Run { code: number; out: string; err: string }
 

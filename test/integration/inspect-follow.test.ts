@@ -9,7 +9,7 @@ import { PassThrough } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect, it } from 'vitest';
 import { runInspect } from '../../src/inspect/index.js';
-import { WorkloadDriver } from '../../src/inspect/workload.js';
+import { WorkloadDriver } from '../support/inspect-workload.js';
 
 it('inspect records --follow keeps printing new records until stopped', async () => {
   const dir = fs.mkdtempSync(join(os.tmpdir(), 'cairn-inspect-follow-'));

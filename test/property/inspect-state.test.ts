@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { runInspect } from '../../src/inspect/index.js';
 import { toJsonValue } from '../../src/inspect/format.js';
-import { WorkloadDriver } from '../../src/inspect/workload.js';
+import { WorkloadDriver } from '../support/inspect-workload.js';
 import { encodeState } from '../../src/projections/snapshot-codec.js';
 
 const clients = ['c0', 'c1'];

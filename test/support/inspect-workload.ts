@@ -7,9 +7,9 @@
  * The clock is injected (one millisecond per call from `startTime`) so record
  * timestamps are deterministic and strictly increasing.
  */
-import { Broker } from '../core/broker.js';
-import type { AmqpConsumer, MqttClientLink, MqttOutgoingPublish, MqttSessionHandle, QueueDelivery } from '../core/api.js';
-import { SegmentedLog, type LogOptions } from '../log/index.js';
+import { Broker } from '../../src/core/broker.js';
+import type { AmqpConsumer, MqttClientLink, MqttOutgoingPublish, MqttSessionHandle, QueueDelivery } from '../../src/core/api.js';
+import { SegmentedLog, type LogOptions } from '../../src/log/index.js';
 
 export class RecordingLink implements MqttClientLink {
   readonly received: MqttOutgoingPublish[] = [];
