@@ -34,6 +34,9 @@ const lengthPrefixBytes = 12;
 
 export class SegmentCursor {
   buffer: Buffer;
+  /** `buffer` as a plain Uint8Array and a DataView, for the body decoder (see body-decoder.ts). */
+  bytes: Uint8Array;
+  view: DataView;
   /** Index in `buffer` of the current frame. */
   frameStart = 0;
   /** File offset of the current frame. */
@@ -57,6 +60,8 @@ export class SegmentCursor {
     chunkBytes = readChunkBytes,
   ) {
     this.buffer = Buffer.allocUnsafe(Math.max(chunkBytes, lengthPrefixBytes));
+    this.bytes = new Uint8Array(this.buffer.buffer, this.buffer.byteOffset, this.buffer.length);
+    this.view = new DataView(this.buffer.buffer, this.buffer.byteOffset, this.buffer.length);
   }
 
   /** File offset just past the last valid frame returned so far. */
@@ -114,6 +119,8 @@ export class SegmentCursor {
       const bigger = Buffer.allocUnsafe(Math.max(bytes, this.buffer.length * 2));
       this.buffer.copy(bigger, 0, start, start + keep);
       this.buffer = bigger;
+      this.bytes = new Uint8Array(bigger.buffer, bigger.byteOffset, bigger.length);
+      this.view = new DataView(bigger.buffer, bigger.byteOffset, bigger.length);
     } else if (keep > 0) {
       this.buffer.copyWithin(0, start, start + keep);
     }

@@ -62,7 +62,7 @@ export function* readRecords(dir: string, segments: readonly ReadableSegment[], 
           if (cursor.timestamp < time) continue;
           timeReached = true;
         }
-        const body = decodeFrameBody(cursor.buffer, cursor.frameStart, cursor.length);
+        const body = decodeFrameBody(cursor.bytes, cursor.view, cursor.frameStart, cursor.length);
         yield { lsn: cursor.lsn, timestamp: cursor.timestamp, kind: cursor.kind, body, size: cursor.length };
       }
       if (cursor.nextLsn - 1 !== segment.lastLsn) {

@@ -31,6 +31,7 @@
  */
 import { Decoder, Encoder } from '@msgpack/msgpack';
 import { assert } from '../assert.js';
+import { decodeBody, unsupported } from './body-decoder.js';
 import { checksum64 } from './checksum.js';
 import { InvalidRecordError } from './errors.js';
 
@@ -174,9 +175,16 @@ export function frameKind(source: Buffer, offset: number): number {
   return source[offset + offsetKind] ?? 0;
 }
 
-/** Decodes the body of a verified frame; binary values come out as fresh copies (see createCopyingDecoder). */
-export function decodeFrameBody(source: Buffer, offset: number, length: number): unknown {
-  return decoder.decode(plainView(source, offset + frameHeaderBytes, length - frameHeaderBytes));
+/**
+ * Decodes the body of a verified frame; binary values come out as fresh
+ * copies. `bytes` is a plain Uint8Array over the chunk and `view` a DataView
+ * over the same bytes (see body-decoder.ts). The fast decoder handles what
+ * Cairn writes; whatever it leaves goes to @msgpack/msgpack.
+ */
+export function decodeFrameBody(bytes: Uint8Array, view: DataView, offset: number, length: number): unknown {
+  const body = decodeBody(bytes, view, offset + frameHeaderBytes, length - frameHeaderBytes);
+  if (body !== unsupported) return body;
+  return decoder.decode(new Uint8Array(bytes.buffer, bytes.byteOffset + offset + frameHeaderBytes, length - frameHeaderBytes));
 }
 
 /**
