@@ -18,7 +18,7 @@ export interface CoreLimits {
 export const defaultCoreLimits: CoreLimits = {
   sessionQueueMessagesMax: 4096,
   queueReadyMessagesMax: 100_000,
-  sessionInflightMessagesMax: 32,
+  sessionInflightMessagesMax: 1024,
   snapshotEveryRecords: 100_000,
 };
 

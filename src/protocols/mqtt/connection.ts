@@ -72,6 +72,8 @@ export class MqttConnection implements MqttClientLink {
   /** Acknowledgements waiting for their Durable; reading stops at inboundAcksPendingMax. */
   private acksPending = 0;
   private readingPaused = false;
+  /** This connection used up its packetsPerTurnMax and waits for the next turn of the event loop. */
+  private yielding = false;
   /** QoS 0 deliveries dropped because the socket was congested: counted and logged, never silent. */
   private droppedDeliveries = 0;
   private loggerValue: Logger;
@@ -123,12 +125,42 @@ export class MqttConnection implements MqttClientLink {
   private receive(chunk: Buffer): void {
     if (this.stateValue === 'closed') return;
     this.framer.push(chunk);
-    this.drain();
+    if (this.yielding) return; // the rest of this read waits for our next turn
+    this.drainCorked();
   }
 
-  /** Dispatch every whole packet buffered, as long as the state lets packets through. */
+  /**
+   * Drain with the socket corked, and uncork right after: the acknowledgements
+   * and deliveries of one read leave in one writev, in this same callback —
+   * no extra tick between a PUBLISH and its PUBACK.
+   */
+  private drainCorked(): void {
+    if (this.corked) return this.drain(); // a cork of this tick is open already; its uncork flushes
+    this.corked = true;
+    this.socket.cork();
+    try {
+      this.drain();
+    } finally {
+      this.corked = false;
+      this.socket.uncork();
+    }
+  }
+
+  /**
+   * Dispatch the whole packets buffered, as long as the state lets packets
+   * through, but at most packetsPerTurnMax of them: then yield the event loop
+   * (setImmediate) so that other connections get their turn. Without this, a
+   * publisher whose socket holds megabytes (libuv reads up to 32 × 64 KiB per
+   * readable event) is served to the end while its subscribers' PUBACKs wait
+   * unread, their in-flight windows stay full and their queues overflow.
+   */
   private drain(): void {
+    let budget = this.context.limits.packetsPerTurnMax;
     while ((this.stateValue === 'awaiting-connect' || this.stateValue === 'connected') && !this.readingPaused) {
+      if (budget === 0) {
+        this.yieldTurn();
+        return;
+      }
       // Refuse a stream that cannot start with CONNECT at its first byte,
       // rather than wait for a body whose length is garbage [MQTT-3.1.0-1].
       const firstByte = this.framer.peekFirstByte();
@@ -147,9 +179,10 @@ export class MqttConnection implements MqttClientLink {
         this.fail(new MqttProtocolError(frame.reason, 'malformed-packet'));
         return;
       }
+      // Any packet counts as activity for the keep-alive [MQTT-3.1.2-23]; once per turn is enough.
+      if (budget === this.context.limits.packetsPerTurnMax) this.keepAliveTimer?.refresh();
+      budget -= 1;
       try {
-        // Any packet counts as activity for the keep-alive [MQTT-3.1.2-23].
-        this.keepAliveTimer?.refresh();
         if (this.stateValue === 'awaiting-connect') checkConnectProtocol(frame.bytes);
         const decoded = this.decoder.decode(frame.bytes);
         if (decoded.kind === 'malformed') throw new MqttProtocolError(decoded.reason, 'malformed-packet');
@@ -159,6 +192,20 @@ export class MqttConnection implements MqttClientLink {
       }
     }
   }
+
+  /** Stop reading until the next turn of the event loop; the framer keeps what was already read. */
+  private yieldTurn(): void {
+    this.yielding = true;
+    this.socket.pause();
+    setImmediate(this.endTurn);
+  }
+
+  private readonly endTurn = (): void => {
+    this.yielding = false;
+    if (this.stateValue === 'closed') return;
+    if (!this.readingPaused && this.stateValue === 'connected') this.socket.resume();
+    this.drainCorked();
+  };
 
   /** The one flat dispatch: packet type → handler. */
   private dispatch(packet: ClientPacket): void {
@@ -221,9 +268,9 @@ export class MqttConnection implements MqttClientLink {
     this.logger.debug({ sessionPresent, keepAliveSeconds }, 'MQTT client connected');
     // CONNACK is in the write buffer first, so resent and queued PUBLISHes follow it.
     this.sessionValue.start();
-    if (this.stateValue !== 'connected') return;
+    if (this.stateValue !== 'connected' || this.yielding) return;
     this.socket.resume();
-    this.drain();
+    this.drainCorked();
   }
 
   /** DISCONNECT: the will is discarded [MQTT-3.14.4-3]. */
@@ -299,8 +346,9 @@ export class MqttConnection implements MqttClientLink {
 
   private resumeReading(): void {
     this.readingPaused = false;
+    if (this.yielding) return; // endTurn resumes and drains
     this.socket.resume();
-    this.drain();
+    this.drainCorked();
   }
 
   /**

@@ -40,6 +40,12 @@ export interface MqttLimits {
    * stops reading until half of them are sent.
    */
   readonly inboundAcksPendingMax: number;
+  /**
+   * Packets one connection may process before it yields the event loop to
+   * the others (the rest of what it has read waits for the next turn), so a
+   * flooding publisher cannot starve its subscribers' PUBACKs.
+   */
+  readonly packetsPerTurnMax: number;
   /** A TCP connection must send its CONNECT within this time, or it is closed. */
   readonly connectTimeoutMs: number;
   /** Live connections (connected or still handshaking); the next one is closed at once. */
@@ -56,6 +62,7 @@ export const defaultMqttLimits: MqttLimits = {
   keepAliveGraceFactor: 1.5,
   writeBufferHighWaterBytes: 1024 * 1024,
   inboundAcksPendingMax: 1024,
+  packetsPerTurnMax: 64,
   connectTimeoutMs: 10_000,
   connectionsMax: 10_000,
   filtersPerPacketMax: 128,
@@ -75,6 +82,7 @@ export function checkMqttLimits(limits: MqttLimits): void {
   check(Number.isFinite(limits.keepAliveGraceFactor) && limits.keepAliveGraceFactor >= 1, 'keepAliveGraceFactor must be >= 1');
   check(Number.isInteger(limits.writeBufferHighWaterBytes) && limits.writeBufferHighWaterBytes >= 1024, 'writeBufferHighWaterBytes must be an integer >= 1024');
   check(Number.isInteger(limits.inboundAcksPendingMax) && limits.inboundAcksPendingMax >= 2, 'inboundAcksPendingMax must be an integer >= 2');
+  check(Number.isInteger(limits.packetsPerTurnMax) && limits.packetsPerTurnMax >= 1, 'packetsPerTurnMax must be a positive integer');
   check(Number.isInteger(limits.connectTimeoutMs) && limits.connectTimeoutMs >= 1, 'connectTimeoutMs must be a positive integer');
   check(Number.isInteger(limits.connectionsMax) && limits.connectionsMax >= 1, 'connectionsMax must be a positive integer');
   check(Number.isInteger(limits.filtersPerPacketMax) && limits.filtersPerPacketMax >= 1, 'filtersPerPacketMax must be a positive integer');
