@@ -8,11 +8,17 @@
  *   - end-to-end throughput publisher → consumer (10,000, manual ack,
  *     prefetch 100), timed from the first publish to the last delivery;
  *   - end-to-end latency: 500 sequential publish → deliver round trips.
- * RabbitMQ is compared only if `rabbitmq-server` is installed (never installed here).
+ * When `rabbitmq-server` is on PATH the same cases run against a private
+ * RabbitMQ (own node name, ports, epmd, data, logs and cookie in a temp dir,
+ * no plugins), stopped afterwards; the table then shows Cairn/RabbitMQ ratios.
+ * Nothing is installed here: without RabbitMQ its column is skipped.
  * Data lives in a temp dir (CAIRN_BENCH_DIR picks the disk), removed afterwards.
  */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import { join } from 'node:path';
 import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
-import { commandExists, fmt, printTable, rawFdatasync, startCairn, summarize, tempDir, type LatencySummary } from './bench-mqtt.js';
+import { benchBaseDir, canConnect, commandExists, fmt, freePort, printTable, rawFdatasync, startCairn, summarize, tempDir, type LatencySummary } from './bench-mqtt.js';
 
 const body = Buffer.alloc(100, 0x62);
 const pipelinedCount = 10_000;
@@ -21,6 +27,8 @@ const latencyCount = 500;
 const e2eCount = 10_000;
 const prefetch = 100;
 const caseTimeoutMs = 60_000;
+const rabbitStartTimeoutMs = 60_000;
+const rabbitStopTimeoutMs = 20_000;
 
 function withTimeout<T>(promise: Promise<T>, label: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -153,34 +161,157 @@ async function endToEndLatency(url: string): Promise<LatencySummary> {
   }
 }
 
+interface AmqpResults {
+  readonly pipelinedOne: number;
+  readonly pipelinedMany: number;
+  readonly sequential: LatencySummary;
+  readonly endToEnd: { rate: number; received: number };
+  readonly endToEndLatency: LatencySummary;
+}
+
+async function runCases(url: string): Promise<AmqpResults> {
+  const pipelinedOne = await withTimeout(pipelined(url, 1, pipelinedCount), 'pipelined x1');
+  const pipelinedMany = await withTimeout(pipelined(url, connectionsParallel, pipelinedCount), `pipelined x${connectionsParallel}`);
+  const sequential = await withTimeout(sequentialConfirms(url), 'sequential confirms');
+  const endToEnd = await withTimeout(endToEndThroughput(url), 'end-to-end throughput');
+  const endToEndRoundTrips = await withTimeout(endToEndLatency(url), 'end-to-end latency');
+  return { pipelinedOne, pipelinedMany, sequential, endToEnd, endToEndLatency: endToEndRoundTrips };
+}
+
+// ---- RabbitMQ ------------------------------------------------------------------
+
+/**
+ * Debian's /usr/sbin/rabbitmq-server is a wrapper that `su`s to the rabbitmq
+ * user, dropping our environment; the real scripts sit in /usr/lib/rabbitmq/bin.
+ */
+function rabbitScript(name: 'rabbitmq-server' | 'rabbitmqctl'): string {
+  const debian = join('/usr/lib/rabbitmq/bin', name);
+  return fs.existsSync(debian) ? debian : name;
+}
+
+interface RabbitProcess { readonly port: number; readonly version: string; stop(): Promise<void> }
+
+/** The environment that makes a RabbitMQ node private: its name, ports, epmd, files and Erlang cookie ($HOME). */
+function rabbitEnvironment(dir: string, ports: { amqp: number; distribution: number; epmd: number }): NodeJS.ProcessEnv {
+  for (const sub of ['home', 'mnesia', 'log']) fs.mkdirSync(join(dir, sub), { recursive: true });
+  fs.writeFileSync(join(dir, 'rabbitmq.conf'), 'disk_free_limit.absolute = 50MB\n');
+  fs.writeFileSync(join(dir, 'enabled_plugins'), '[].\n'); // no management plugin, no plugins at all
+  return {
+    ...process.env,
+    HOME: join(dir, 'home'),
+    RABBITMQ_NODENAME: 'cairnbench@localhost',
+    RABBITMQ_NODE_IP_ADDRESS: '127.0.0.1',
+    RABBITMQ_NODE_PORT: String(ports.amqp),
+    RABBITMQ_DIST_PORT: String(ports.distribution),
+    ERL_EPMD_PORT: String(ports.epmd),
+    RABBITMQ_MNESIA_BASE: join(dir, 'mnesia'),
+    RABBITMQ_LOG_BASE: join(dir, 'log'),
+    RABBITMQ_CONFIG_FILE: join(dir, 'rabbitmq.conf'),
+    RABBITMQ_ADVANCED_CONFIG_FILE: join(dir, 'advanced.config'),
+    RABBITMQ_ENABLED_PLUGINS_FILE: join(dir, 'enabled_plugins'),
+    RABBITMQ_CONF_ENV_FILE: join(dir, 'rabbitmq-env.conf'),
+    RABBITMQ_PID_FILE: join(dir, 'rabbitmq.pid'),
+  };
+}
+
+async function startRabbit(dir: string): Promise<RabbitProcess> {
+  const ports = { amqp: await freePort(), distribution: await freePort(), epmd: await freePort() };
+  const env = rabbitEnvironment(dir, ports);
+  // Its own process group, so a stop can reach the shell script, beam.smp and their helpers at once.
+  const child = spawn(rabbitScript('rabbitmq-server'), [], { env, cwd: dir, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const output: string[] = [];
+  child.stdout!.on('data', (chunk: Buffer) => { if (output.length < 200) output.push(chunk.toString()); });
+  child.stderr!.on('data', (chunk: Buffer) => { if (output.length < 200) output.push(chunk.toString()); });
+  const exited = new Promise<void>((done) => child.once('exit', () => done()));
+  const killGroup = (): void => { try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* already gone */ } };
+  process.once('exit', killGroup); // an interrupted bench must not leave a broker behind
+  const stop = async (): Promise<void> => {
+    await stopRabbit(child, exited, env);
+    process.off('exit', killGroup);
+  };
+  const deadline = Date.now() + rabbitStartTimeoutMs;
+  while (!(await canConnect(ports.amqp))) {
+    if (child.exitCode !== null || child.signalCode !== null || Date.now() > deadline) {
+      await stop();
+      throw new Error(`RabbitMQ did not start within ${rabbitStartTimeoutMs} ms:\n${output.join('').slice(-2000)}`);
+    }
+    await new Promise((done) => setTimeout(done, 100));
+  }
+  const version = /RabbitMQ (\d+\.\d+\.\d+)/.exec(output.join(''))?.[1] ?? 'unknown version';
+  return { port: ports.amqp, version, stop };
+}
+
+/** rabbitmqctl stop, then SIGKILL to the process group if it lingers; then the private epmd. */
+async function stopRabbit(child: ChildProcess, exited: Promise<void>, env: NodeJS.ProcessEnv): Promise<void> {
+  if (child.exitCode === null && child.signalCode === null) {
+    spawnSync(rabbitScript('rabbitmqctl'), ['stop'], { env, stdio: 'ignore', timeout: rabbitStopTimeoutMs });
+    const timer = setTimeout(() => { try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* already gone */ } }, 10_000);
+    await exited;
+    clearTimeout(timer);
+  }
+  // Helpers started with their own group (the disk monitor) end with beam; make sure nothing of the group remains.
+  try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* the group is empty */ }
+  // epmd daemonizes out of the group; it listens on our private ERL_EPMD_PORT, so this stops only ours.
+  spawnSync('epmd', ['-kill'], { env, stdio: 'ignore', timeout: 5_000 });
+}
+
+async function rabbitResults(): Promise<{ results?: AmqpResults; note: string }> {
+  if (!commandExists('rabbitmq-server')) return { note: 'rabbitmq-server not on PATH: RabbitMQ column skipped (the bench never installs it).' };
+  const dir = tempDir('cairn-bench-rabbitmq-');
+  try {
+    let rabbit: RabbitProcess;
+    try {
+      rabbit = await startRabbit(dir.dir);
+    } catch (error) {
+      return { note: `RabbitMQ failed to start, column skipped: ${(error as Error).message}` };
+    }
+    try {
+      const results = await runCases(`amqp://127.0.0.1:${rabbit.port}`);
+      return { results, note: `RabbitMQ ${rabbit.version}: private node, default classic queues, no plugins, data on the same disk.` };
+    } finally {
+      await rabbit.stop();
+    }
+  } finally {
+    dir.remove();
+  }
+}
+
 export async function benchAmqp(): Promise<void> {
   const raw = rawFdatasync(500);
   const data = tempDir('cairn-bench-amqp-');
-  const rows: string[][] = [['case (durable queue, persistent, 100 B)', 'Cairn']];
+  let cairn: AmqpResults;
   try {
     const broker = await startCairn(data.dir);
     try {
-      const url = `amqp://127.0.0.1:${broker.amqpPort}`;
-      const rate = (value: number): string => `${Math.round(value).toLocaleString('en-US')} msg/s`;
-      const ms = (value: number): string => `${fmt(value, 3)} ms`;
-      rows.push(['raw write(100 B)+fdatasync p50 / p99', `${ms(raw.p50)} / ${ms(raw.p99)}`]);
-      rows.push([`confirms pipelined, 1 connection (${pipelinedCount})`, rate(await withTimeout(pipelined(url, 1, pipelinedCount), 'pipelined x1'))]);
-      rows.push([`confirms pipelined, ${connectionsParallel} connections (${pipelinedCount} total)`, rate(await withTimeout(pipelined(url, connectionsParallel, pipelinedCount), `pipelined x${connectionsParallel}`))]);
-      const sequential = await withTimeout(sequentialConfirms(url), 'sequential confirms');
-      rows.push([`sequential confirm latency p50 (${latencyCount})`, ms(sequential.p50)]);
-      rows.push([`sequential confirm latency p99 (${latencyCount})`, ms(sequential.p99)]);
-      const e2e = await withTimeout(endToEndThroughput(url), 'end-to-end throughput');
-      rows.push([`end-to-end throughput (${e2eCount}, ack, prefetch ${prefetch})`, `${rate(e2e.rate)} (${e2e.received}/${e2eCount})`]);
-      const e2eLatency = await withTimeout(endToEndLatency(url), 'end-to-end latency');
-      rows.push([`end-to-end latency p50 (${latencyCount} sequential)`, ms(e2eLatency.p50)]);
-      rows.push([`end-to-end latency p99 (${latencyCount} sequential)`, ms(e2eLatency.p99)]);
+      cairn = await runCases(`amqp://127.0.0.1:${broker.amqpPort}`);
     } finally {
       await broker.stop();
     }
   } finally {
     data.remove();
   }
-  console.log('AMQP (amqplib), 100-byte bodies, durable queues, persistent messages');
+  const rabbit = await rabbitResults();
+
+  const rate = (value: number): string => `${Math.round(value).toLocaleString('en-US')} msg/s`;
+  const ms = (value: number): string => `${fmt(value, 3)} ms`;
+  const ratio = (a: number, b: number | undefined): string => (b === undefined || !(b > 0) ? '-' : `${fmt(a / b)}x`);
+  const rows: string[][] = [['case (durable queue, persistent, 100 B)', 'Cairn', 'RabbitMQ', 'Cairn/RabbitMQ']];
+  rows.push(['raw write(100 B)+fdatasync p50 / p99', `${ms(raw.p50)} / ${ms(raw.p99)}`, '', '']);
+  const row = (label: string, pick: (r: AmqpResults) => number, show: (r: AmqpResults) => string): void => {
+    const other = rabbit.results;
+    rows.push([label, show(cairn), other ? show(other) : 'skipped', ratio(pick(cairn), other && pick(other))]);
+  };
+  row(`confirms pipelined, 1 connection (${pipelinedCount})`, (r) => r.pipelinedOne, (r) => rate(r.pipelinedOne));
+  row(`confirms pipelined, ${connectionsParallel} connections (${pipelinedCount} total)`, (r) => r.pipelinedMany, (r) => rate(r.pipelinedMany));
+  row(`sequential confirm latency p50 (${latencyCount})`, (r) => r.sequential.p50, (r) => ms(r.sequential.p50));
+  row(`sequential confirm latency p99 (${latencyCount})`, (r) => r.sequential.p99, (r) => ms(r.sequential.p99));
+  row(`end-to-end throughput (${e2eCount}, ack, prefetch ${prefetch})`, (r) => r.endToEnd.rate, (r) => `${rate(r.endToEnd.rate)} (${r.endToEnd.received}/${e2eCount})`);
+  row(`end-to-end latency p50 (${latencyCount} sequential)`, (r) => r.endToEndLatency.p50, (r) => ms(r.endToEndLatency.p50));
+  row(`end-to-end latency p99 (${latencyCount} sequential)`, (r) => r.endToEndLatency.p99, (r) => ms(r.endToEndLatency.p99));
+
+  console.log(`AMQP (amqplib), 100-byte bodies, durable queues, persistent messages; disk: ${benchBaseDir()}`);
   printTable(rows);
-  console.log(commandExists('rabbitmq-server') ? 'rabbitmq-server is installed, but the comparison is not implemented: skipped.' : 'RabbitMQ not installed: skipped');
+  console.log('Throughput ratios > 1: Cairn faster; latency ratios > 1: Cairn slower.');
+  console.log("Cairn sends every durable confirm only after an fdatasync of the log (group commit shares one fdatasync among the publishes waiting on it).");
+  console.log(rabbit.note);
 }

@@ -139,9 +139,8 @@ export function printTable(rows: readonly (readonly string[])[]): void {
   });
 }
 
-// ---- Mosquitto -------------------------------------------------------------
-
-function freePort(): Promise<number> {
+/** A TCP port free right now on 127.0.0.1 (the OS picks it; another process could take it before use). */
+export function freePort(): Promise<number> {
   return new Promise((resolvePromise, reject) => {
     const server = net.createServer();
     server.once('error', reject);
@@ -152,13 +151,15 @@ function freePort(): Promise<number> {
   });
 }
 
-function canConnect(port: number): Promise<boolean> {
+export function canConnect(port: number): Promise<boolean> {
   return new Promise((resolvePromise) => {
     const socket = net.connect(port, '127.0.0.1');
     socket.once('connect', () => { socket.destroy(); resolvePromise(true); });
     socket.once('error', () => resolvePromise(false));
   });
 }
+
+// ---- Mosquitto -------------------------------------------------------------
 
 async function startMosquitto(dir: string): Promise<{ port: number; stop(): Promise<void> }> {
   const port = await freePort();
