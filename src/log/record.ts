@@ -32,7 +32,7 @@
 import { Decoder, Encoder } from '@msgpack/msgpack';
 import { assert } from '../assert.js';
 import { decodeBody, unsupported } from './body-decoder.js';
-import { checksum64 } from './checksum.js';
+import { checksum64, prefixedChecksumMatches } from './checksum.js';
 import { InvalidRecordError } from './errors.js';
 
 export type Lsn = number;
@@ -160,7 +160,8 @@ export function isPlausibleFrameLength(length: number): boolean {
 
 /** True when the stored checksum matches the bytes; `length` must already be plausible and in bounds. */
 export function frameChecksumMatches(source: Buffer, offset: number, length: number): boolean {
-  return source.readBigUInt64LE(offset) === checksum64(plainView(source, offset + offsetLength, length - offsetLength));
+  // The checksum field is the frame's first 8 bytes and covers the rest of it.
+  return prefixedChecksumMatches(source, offset, length);
 }
 
 export function frameLsn(source: Buffer, offset: number): Lsn {
