@@ -59,6 +59,9 @@ export class SessionRuntime {
   }
 
   queueForSending(seq: number): void {
+    // Offline, nothing is sent and start() rebuilds the queue from `pending`:
+    // pushing here would only grow this array without bound.
+    if (this.link === undefined) return;
     this.sendQueue.push(seq);
   }
 
