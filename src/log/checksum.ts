@@ -114,7 +114,44 @@ export function prefixedChecksumMatches(source: Buffer, offset: number, length: 
     directBytes = new Uint8Array(direct.memory.buffer);
   }
   source.copy(directBytes, 0, offset, offset + length);
+  residentOwner = undefined;
   return direct.matches(0, length) === 1;
+}
+
+/**
+ * Which chunk's bytes sit in WebAssembly memory: a cursor's chunk is copied in
+ * a window at a time (one memcpy per window instead of one copy per frame),
+ * and stays valid until the cursor refills its chunk (`fill` changes) or
+ * another chunk is verified. When two readers alternate, each copies only its
+ * frame, so interleaving costs no more than the per-frame path.
+ */
+const windowBytes = 256 * 1024;
+let residentOwner: object | undefined;
+let residentFill = -1;
+/** Index in the owner's chunk of WebAssembly byte 0, and the end of what was copied. */
+let residentStart = 0;
+let residentEnd = 0;
+
+/**
+ * prefixedChecksumMatches for a range of a reused read chunk: `owner` and
+ * `fill` identify the chunk's current contents (the owner bumps `fill` each
+ * time it changes them); `chunkBytes` is how much of it holds file data.
+ */
+export function chunkChecksumMatches(owner: object, fill: number, chunk: Uint8Array, chunkBytes: number, offset: number, length: number): boolean {
+  if (direct === undefined) return prefixedChecksumMatches(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length), offset, length);
+  if (owner !== residentOwner || fill !== residentFill || offset < residentStart || offset + length > residentEnd) {
+    const end = owner === residentOwner ? Math.min(chunkBytes, offset + Math.max(length, windowBytes)) : offset + length;
+    if (end - offset > directBytes.length) {
+      direct.memory.grow(Math.ceil((end - offset - directBytes.length) / wasmPageBytes));
+      directBytes = new Uint8Array(direct.memory.buffer);
+    }
+    directBytes.set(chunk.subarray(offset, end));
+    residentOwner = owner;
+    residentFill = fill;
+    residentStart = offset;
+    residentEnd = end;
+  }
+  return direct.matches(offset - residentStart, length) === 1;
 }
 
 // The direct path must agree with the library, or every read would fail (or worse, pass): checked once here.

@@ -9,7 +9,7 @@
  * decided by recovery.ts.
  */
 import * as fs from 'node:fs';
-import { frameBytesMin, frameChecksumMatches, frameKind, frameLength, frameLsn, frameTimestamp, isPlausibleFrameLength, type Lsn } from './record.js';
+import { chunkFrameChecksumMatches, frameBytesMin, frameKind, frameLength, frameLsn, frameTimestamp, isPlausibleFrameLength, type Lsn } from './record.js';
 
 export const cursorFrame = 0;
 export const cursorEnd = 1;
@@ -47,6 +47,8 @@ export class SegmentCursor {
   kind = 0;
   bad: BadFrame | undefined = undefined;
 
+  /** Bumped whenever `buffer`'s contents change, so the checksum can tell a copy of them is stale. */
+  private fills = 0;
   private bufferFileOffset = 0;
   private bufferBytes = 0;
 
@@ -86,7 +88,7 @@ export class SegmentCursor {
     if (length > remaining) return this.fail(`a frame of ${length} bytes runs past the end of the segment (${remaining} bytes left)`, undefined, false);
     at = this.ensure(position, length);
     if (at < 0) return this.fail('the file ended inside the frame', undefined, false);
-    if (!frameChecksumMatches(this.buffer, at, length)) return this.fail('checksum mismatch', length, false);
+    if (!chunkFrameChecksumMatches(this, this.fills, this.bytes, this.bufferBytes, at, length)) return this.fail('checksum mismatch', length, false);
     const lsn = frameLsn(this.buffer, at);
     if (lsn !== this.expectedLsn) return this.fail(`the frame holds LSN ${lsn} where ${this.expectedLsn} was expected`, length, true);
     this.frameStart = at;
@@ -115,6 +117,7 @@ export class SegmentCursor {
     const start = position - this.bufferFileOffset;
     if (start >= 0 && start + bytes <= this.bufferBytes) return start;
     const keep = start >= 0 && start < this.bufferBytes ? this.bufferBytes - start : 0;
+    this.fills += 1;
     if (bytes > this.buffer.length) {
       const bigger = Buffer.allocUnsafe(Math.max(bytes, this.buffer.length * 2));
       this.buffer.copy(bigger, 0, start, start + keep);

@@ -32,7 +32,7 @@
 import { Decoder, Encoder } from '@msgpack/msgpack';
 import { assert } from '../assert.js';
 import { decodeBody, unsupported } from './body-decoder.js';
-import { checksum64, prefixedChecksumMatches } from './checksum.js';
+import { checksum64, chunkChecksumMatches, prefixedChecksumMatches } from './checksum.js';
 import { InvalidRecordError } from './errors.js';
 
 export type Lsn = number;
@@ -162,6 +162,14 @@ export function isPlausibleFrameLength(length: number): boolean {
 export function frameChecksumMatches(source: Buffer, offset: number, length: number): boolean {
   // The checksum field is the frame's first 8 bytes and covers the rest of it.
   return prefixedChecksumMatches(source, offset, length);
+}
+
+/**
+ * frameChecksumMatches for a frame in a cursor's reused read chunk (see
+ * chunkChecksumMatches): `owner` and `fill` say which contents the chunk holds.
+ */
+export function chunkFrameChecksumMatches(owner: object, fill: number, chunk: Uint8Array, chunkBytes: number, offset: number, length: number): boolean {
+  return chunkChecksumMatches(owner, fill, chunk, chunkBytes, offset, length);
 }
 
 export function frameLsn(source: Buffer, offset: number): Lsn {

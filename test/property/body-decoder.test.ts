@@ -58,11 +58,16 @@ describe('body decoder', () => {
 
   it('decodes a msg body like the bench writes, interned strings included', () => {
     const body = { t: 'bench/x', p: new Uint8Array(100).fill(42), qos: 1, s: [['bench-session', 7, 1]], u: [['bench-q', 7]], from: 'bench' };
-    const first = fastDecode(encode(body)).result as typeof body;
+    const decodedFirst = fastDecode(encode(body));
+    const first = decodedFirst.result as typeof body;
     const second = fastDecode(encode(body)).result as typeof body;
     expect(first).toStrictEqual(body);
     expect(second.s[0]![0]).toBe(first.s[0]![0]);
-    expect(second.p.buffer).not.toBe(first.p.buffer);
+    // Payloads share a pool but never each other's bytes, nor the chunk's.
+    expect(second.p.buffer).not.toBe(decodedFirst.chunk.buffer);
+    second.p.fill(1);
+    decodedFirst.chunk.fill(2);
+    expect(first.p).toStrictEqual(body.p);
   });
 
   it('never throws on random bytes, and agrees with the library when it decodes', () => {
