@@ -11,7 +11,7 @@
  * one record per destination.
  */
 import { apply } from '../projections/apply.js';
-import { RecordKind, type BodyOf, type RecordKindName } from '../projections/records.js';
+import { RecordKind, type BodyOf, type BrokerRecord, type RecordKindName } from '../projections/records.js';
 import type { BrokerState } from '../projections/state.js';
 import type { Logger } from '../logger.js';
 import type { RecordLog } from './record-log.js';
@@ -32,11 +32,13 @@ export class LogFailedError extends Error {
 
 type SettleKind = 'ack' | 'deliver';
 
+const ignore = (): void => undefined;
+
 export class Committer {
   /** Coalesced acks/deliveries, keyed by kind + destination. */
   private readonly settling = new Map<string, { kind: SettleKind; ref: { c: string } | { q: string }; seqs: number[] }>();
   private settleScheduled = false;
-  private lastDurable: Promise<unknown> = Promise.resolve();
+  private lastAppended: Promise<unknown> = Promise.resolve();
   recordsSinceSnapshot = 0;
   onCommitted: (() => void) | undefined = undefined;
 
@@ -57,17 +59,22 @@ export class Committer {
     this.flushSettled();
     const timestamp = this.clock();
     const firstLsn = this.log.nextLsn;
-    const stamped = records.map((r) => ({ kind: r.kind, timestamp, body: r.body }));
-    const appended = this.log.append(stamped);
-    for (let i = 0; i < stamped.length; i++) {
-      const r = stamped[i]!;
-      apply(this.state, { lsn: firstLsn + i, timestamp, kind: r.kind, body: r.body });
+    // One object per record serves both the append (kind, timestamp, body) and apply (plus its LSN).
+    const stamped = new Array<BrokerRecord>(records.length);
+    for (let i = 0; i < records.length; i++) {
+      const r = records[i]!;
+      stamped[i] = { lsn: firstLsn + i, timestamp, kind: r.kind, body: r.body } as BrokerRecord;
     }
+    const appended = this.log.append(stamped);
+    for (let i = 0; i < stamped.length; i++) apply(this.state, stamped[i]!);
     this.recordsSinceSnapshot += stamped.length;
-    const durable = appended.then(() => undefined);
-    this.lastDurable = durable.catch(() => undefined);
+    // This runs once per publish, so no extra promise layer just to drop the LSNs: callers only wait
+    // on the promise, never read its value. The no-op handler keeps a caller that does not wait from
+    // turning a failed log into an unhandled rejection (the failure reaches it on its next commit).
+    appended.catch(ignore);
+    this.lastAppended = appended;
     this.onCommitted?.();
-    return durable;
+    return appended as Promise<unknown> as Promise<void>;
   }
 
   commitQuietly(records: readonly PendingRecord[]): void {
@@ -77,7 +84,7 @@ export class Committer {
   /** Resolves when everything committed so far is durable (or failed). */
   settled(): Promise<unknown> {
     this.flushSettled();
-    return this.lastDurable;
+    return this.lastAppended.then(ignore, ignore);
   }
 
   /** Queue an ack or deliver for (destination, seq); all made in this tick become one record per destination. */

@@ -15,9 +15,9 @@
  */
 import { assert } from '../../../assert.js';
 import { AmqpCodecError } from './errors.js';
-import { checkFrameMax, decodeFrame, decodeFrameHeader, NEED_MORE, type Frame, type NeedMore } from './frame.js';
+import { checkFrameEnd, checkFrameHeader, checkFrameMax, decodeFrame, decodeFrameHeader, NEED_MORE, type Frame, type NeedMore } from './frame.js';
 import { checkProtocolHeader, type ProtocolHeaderCheck } from './protocol-header.js';
-import { FRAME_HEADER_BYTES, FRAME_MIN_SIZE_BYTES, FRAME_OVERHEAD_BYTES, PROTOCOL_HEADER } from './spec.js';
+import { FRAME_HEADER_BYTES, FRAME_MIN_SIZE_BYTES, FRAME_OVERHEAD_BYTES, PROTOCOL_HEADER, type FrameType } from './spec.js';
 
 /** Consumed chunk slots are compacted away once this many accumulate. */
 const DEAD_CHUNK_SLOTS_MAX = 1024;
@@ -73,6 +73,8 @@ export class FrameReader {
   }
 
   private readFrameUnchecked(): Frame | NeedMore {
+    const inChunk = this.readFrameInHeadChunk();
+    if (inChunk !== undefined) return inChunk;
     if (this.pendingFrameBytes === 0) {
       if (this.buffered < FRAME_HEADER_BYTES) return NEED_MORE;
       const header = decodeFrameHeader(this.peek(FRAME_HEADER_BYTES), 0, this.frameMax);
@@ -85,6 +87,31 @@ export class FrameReader {
     this.consume(decoded.bytesConsumed);
     this.pendingFrameBytes = 0;
     return decoded.frame;
+  }
+
+  /**
+   * The common case: the next frame lies whole inside the head chunk (a
+   * socket read holds many small frames). Decoded in place, with one view for
+   * the payload and no intermediate header or result objects. Undefined when
+   * the frame spans chunks or is incomplete; the general path takes over and
+   * the header checked here is not re-read (pendingFrameBytes).
+   */
+  private readFrameInHeadChunk(): Frame | undefined {
+    if (this.pendingFrameBytes !== 0) return undefined;
+    const chunk = this.chunks[this.head];
+    if (chunk === undefined) return undefined;
+    const offset = this.headOffset;
+    if (chunk.length - offset < FRAME_HEADER_BYTES) return undefined;
+    const frameBytes = checkFrameHeader(chunk, offset, this.frameMax) + FRAME_OVERHEAD_BYTES;
+    if (chunk.length - offset < frameBytes) {
+      this.pendingFrameBytes = frameBytes;
+      return undefined;
+    }
+    const endAt = offset + frameBytes - 1;
+    checkFrameEnd(chunk, endAt);
+    const frame: Frame = { type: chunk[offset] as FrameType, channel: chunk.readUInt16BE(offset + 1), payload: chunk.subarray(offset + FRAME_HEADER_BYTES, endAt) };
+    this.consume(frameBytes);
+    return frame;
   }
 
   /** The first `count` buffered bytes: a view when they lie in one chunk, else one copy. */

@@ -66,12 +66,21 @@ export function checkFrameMax(frameMax: number): void {
  * here: type, size against frameMax, and the heartbeat rules.
  */
 export function decodeFrameHeader(bytes: Buffer, offset: number, frameMax: number): FrameHeader {
+  const payloadBytes = checkFrameHeader(bytes, offset, frameMax);
+  return { type: bytes[offset] as FrameType, channel: bytes.readUInt16BE(offset + 1), payloadBytes };
+}
+
+/**
+ * decodeFrameHeader without the object: validates the 7 header bytes at
+ * `offset` and returns the payload size. The frame reader's hot path reads
+ * type and channel straight from the bytes.
+ */
+export function checkFrameHeader(bytes: Buffer, offset: number, frameMax: number): number {
   assert(bytes.length - offset >= FRAME_HEADER_BYTES, 'decodeFrameHeader needs 7 bytes');
   const type = bytes[offset]!;
   if (!FRAME_TYPES.has(type)) {
     throw new AmqpFrameError(CODEC_ERROR_CODE.FRAME_TYPE_UNKNOWN, `unknown frame type ${type}`);
   }
-  const channel = bytes.readUInt16BE(offset + 1);
   const payloadBytes = bytes.readUInt32BE(offset + 3);
   if (payloadBytes > frameMax - FRAME_OVERHEAD_BYTES) {
     throw new AmqpFrameError(
@@ -82,13 +91,26 @@ export function decodeFrameHeader(bytes: Buffer, offset: number, frameMax: numbe
   // Spec 4.2.7: "Heartbeat frames MUST have a channel number of zero. A peer that
   // receives an invalid heartbeat frame MUST raise a connection exception with
   // reply code 501 (frame error)." A heartbeat also carries no payload.
-  if (type === FRAME_TYPE.HEARTBEAT && (channel !== 0 || payloadBytes !== 0)) {
+  if (type === FRAME_TYPE.HEARTBEAT) {
+    const channel = bytes.readUInt16BE(offset + 1);
+    if (channel !== 0 || payloadBytes !== 0) {
+      throw new AmqpFrameError(
+        CODEC_ERROR_CODE.HEARTBEAT_INVALID,
+        `heartbeat frame on channel ${channel} with ${payloadBytes} payload bytes`,
+      );
+    }
+  }
+  return payloadBytes;
+}
+
+/** The frame-end octet at `endAt` must be 0xCE (spec 4.2.3); anything else means the stream lost sync. */
+export function checkFrameEnd(bytes: Buffer, endAt: number): void {
+  if (bytes[endAt] !== FRAME_END) {
     throw new AmqpFrameError(
-      CODEC_ERROR_CODE.HEARTBEAT_INVALID,
-      `heartbeat frame on channel ${channel} with ${payloadBytes} payload bytes`,
+      CODEC_ERROR_CODE.FRAME_END_INVALID,
+      `frame-end octet is 0x${bytes[endAt]!.toString(16)}, expected 0xce`,
     );
   }
-  return { type: type as FrameType, channel, payloadBytes };
 }
 
 /** Decodes the frame starting at `offset`. Throws AmqpFrameError (501) on malformed input. */
@@ -100,12 +122,7 @@ export function decodeFrame(bytes: Buffer, offset: number, frameMax: number): De
   const frameBytes = header.payloadBytes + FRAME_OVERHEAD_BYTES;
   if (bytes.length - offset < frameBytes) return NEED_MORE;
   const endAt = offset + frameBytes - 1;
-  if (bytes[endAt] !== FRAME_END) {
-    throw new AmqpFrameError(
-      CODEC_ERROR_CODE.FRAME_END_INVALID,
-      `frame-end octet is 0x${bytes[endAt]!.toString(16)}, expected 0xce`,
-    );
-  }
+  checkFrameEnd(bytes, endAt);
   const payload = bytes.subarray(offset + FRAME_HEADER_BYTES, endAt);
   return { frame: { type: header.type, channel: header.channel, payload }, bytesConsumed: frameBytes };
 }
