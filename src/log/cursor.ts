@@ -9,7 +9,9 @@
  * decided by recovery.ts.
  */
 import * as fs from 'node:fs';
-import { chunkFrameChecksumMatches, frameBytesMin, frameKind, frameLength, frameLsn, frameTimestamp, isPlausibleFrameLength, type Lsn } from './record.js';
+import {
+  chunkFrameChecksumMatches, frameBytesMin, frameKindIn, frameLength, frameLengthIn, frameLsn, frameLsnIn, frameTimestampIn, isPlausibleFrameLength, type Lsn,
+} from './record.js';
 
 export const cursorFrame = 0;
 export const cursorEnd = 1;
@@ -83,20 +85,20 @@ export class SegmentCursor {
     if (remaining < lengthPrefixBytes) return this.fail(`${remaining} trailing bytes, too few for a frame header`, undefined, false);
     let at = this.ensure(position, lengthPrefixBytes);
     if (at < 0) return this.fail('the file ended before the frame header', undefined, false);
-    const length = frameLength(this.buffer, at);
+    const length = frameLengthIn(this.view, at);
     if (!isPlausibleFrameLength(length)) return this.fail(`implausible frame length ${length}`, undefined, false);
     if (length > remaining) return this.fail(`a frame of ${length} bytes runs past the end of the segment (${remaining} bytes left)`, undefined, false);
     at = this.ensure(position, length);
     if (at < 0) return this.fail('the file ended inside the frame', undefined, false);
     if (!chunkFrameChecksumMatches(this, this.fills, this.bytes, this.bufferBytes, at, length)) return this.fail('checksum mismatch', length, false);
-    const lsn = frameLsn(this.buffer, at);
+    const lsn = frameLsnIn(this.view, at);
     if (lsn !== this.expectedLsn) return this.fail(`the frame holds LSN ${lsn} where ${this.expectedLsn} was expected`, length, true);
     this.frameStart = at;
     this.offset = position;
     this.length = length;
     this.lsn = lsn;
-    this.timestamp = frameTimestamp(this.buffer, at);
-    this.kind = frameKind(this.buffer, at);
+    this.timestamp = frameTimestampIn(this.view, at);
+    this.kind = frameKindIn(this.view, at);
     this.position = position + length;
     this.expectedLsn = lsn + 1;
     return cursorFrame;

@@ -40,37 +40,118 @@ export function checkReadFrom(from: ReadFrom): void {
   }
 }
 
-export function* readRecords(dir: string, segments: readonly ReadableSegment[], from: ReadFrom): Generator<LogRecord, void, undefined> {
-  const startLsn = from.lsn ?? 0;
-  const time = from.time ?? -Infinity;
-  let timeReached = from.time === undefined;
-  for (const segment of segments) {
-    if (segment.lastLsn < segment.firstLsn || segment.lastLsn < startLsn) continue;
-    if (!timeReached && segment.maxTimestamp !== undefined && segment.maxTimestamp < time) continue;
-    const fd = openSegment(dir, segment.file);
+/**
+ * The records of `segments` from `from` on, lazily: a segment is opened when
+ * the read reaches it and closed when the read leaves it, ends early
+ * (`return()`, e.g. a `break` out of for-of) or fails.
+ */
+export function readRecords(dir: string, segments: readonly ReadableSegment[], from: ReadFrom): IterableIterator<LogRecord> {
+  return new RecordIterator(dir, segments, from);
+}
+
+/**
+ * A hand-written iterator rather than a generator: replay calls next() once a
+ * record, and a generator's resume costs as much as verifying the record's
+ * checksum.
+ */
+class RecordIterator implements IterableIterator<LogRecord> {
+  private readonly startLsn: Lsn;
+  private readonly time: number;
+  private timeReached: boolean;
+  private segmentIndex = 0;
+  private segment: ReadableSegment | undefined = undefined;
+  private cursor: SegmentCursor | undefined = undefined;
+  private fd = -1;
+  private finished = false;
+
+  constructor(private readonly dir: string, private readonly segments: readonly ReadableSegment[], from: ReadFrom) {
+    this.startLsn = from.lsn ?? 0;
+    this.time = from.time ?? -Infinity;
+    this.timeReached = from.time === undefined;
+  }
+
+  [Symbol.iterator](): this {
+    return this;
+  }
+
+  next(): IteratorResult<LogRecord> {
+    if (this.finished) return { done: true, value: undefined };
     try {
-      const cursor = new SegmentCursor(fd, segmentHeaderBytes, segment.bytes, segment.firstLsn);
-      for (;;) {
-        const status = cursor.next();
-        if (status === cursorEnd) break;
-        if (status === cursorBad) {
-          const bad = cursor.bad!;
-          throw new CorruptRecordError(segment.file, bad.lsn, bad.offset, bad.reason);
-        }
-        if (cursor.lsn < startLsn) continue;
-        if (!timeReached) {
-          if (cursor.timestamp < time) continue;
-          timeReached = true;
-        }
-        const body = decodeFrameBody(cursor.bytes, cursor.view, cursor.frameStart, cursor.length);
-        yield { lsn: cursor.lsn, timestamp: cursor.timestamp, kind: cursor.kind, body, size: cursor.length };
+      const record = this.nextRecord();
+      if (record === undefined) {
+        this.finish();
+        return { done: true, value: undefined };
       }
-      if (cursor.nextLsn - 1 !== segment.lastLsn) {
-        throw new CorruptRecordError(segment.file, cursor.nextLsn, cursor.validEnd, `the segment ends at LSN ${cursor.nextLsn - 1} but LSN ${segment.lastLsn} was expected (records are missing)`);
-      }
-    } finally {
-      fs.closeSync(fd);
+      return { done: false, value: record };
+    } catch (error) {
+      this.finish();
+      throw error;
     }
+  }
+
+  return(): IteratorResult<LogRecord> {
+    this.finish();
+    return { done: true, value: undefined };
+  }
+
+  private nextRecord(): LogRecord | undefined {
+    for (;;) {
+      const cursor = this.cursor ?? this.openNextSegment();
+      if (cursor === undefined) return undefined;
+      const status = cursor.next();
+      if (status === cursorEnd) {
+        this.closeSegment(cursor);
+        continue;
+      }
+      const segment = this.segment!;
+      if (status === cursorBad) {
+        const bad = cursor.bad!;
+        throw new CorruptRecordError(segment.file, bad.lsn, bad.offset, bad.reason);
+      }
+      if (cursor.lsn < this.startLsn) continue;
+      if (!this.timeReached) {
+        if (cursor.timestamp < this.time) continue;
+        this.timeReached = true;
+      }
+      const body = decodeFrameBody(cursor.bytes, cursor.view, cursor.frameStart, cursor.length);
+      return { lsn: cursor.lsn, timestamp: cursor.timestamp, kind: cursor.kind, body, size: cursor.length };
+    }
+  }
+
+  /** Opens the next segment the read needs, or returns undefined when there is none. */
+  private openNextSegment(): SegmentCursor | undefined {
+    while (this.segmentIndex < this.segments.length) {
+      const segment = this.segments[this.segmentIndex++]!;
+      if (segment.lastLsn < segment.firstLsn || segment.lastLsn < this.startLsn) continue;
+      if (!this.timeReached && segment.maxTimestamp !== undefined && segment.maxTimestamp < this.time) continue;
+      this.fd = openSegment(this.dir, segment.file);
+      this.segment = segment;
+      this.cursor = new SegmentCursor(this.fd, segmentHeaderBytes, segment.bytes, segment.firstLsn);
+      return this.cursor;
+    }
+    return undefined;
+  }
+
+  /** At a segment's end: every record up to its last LSN must have been there. */
+  private closeSegment(cursor: SegmentCursor): void {
+    const segment = this.segment!;
+    if (cursor.nextLsn - 1 !== segment.lastLsn) {
+      throw new CorruptRecordError(segment.file, cursor.nextLsn, cursor.validEnd, `the segment ends at LSN ${cursor.nextLsn - 1} but LSN ${segment.lastLsn} was expected (records are missing)`);
+    }
+    this.closeFile();
+  }
+
+  private closeFile(): void {
+    const fd = this.fd;
+    this.fd = -1;
+    this.cursor = undefined;
+    this.segment = undefined;
+    if (fd >= 0) fs.closeSync(fd);
+  }
+
+  private finish(): void {
+    this.finished = true;
+    this.closeFile();
   }
 }
 

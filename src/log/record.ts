@@ -172,6 +172,27 @@ export function chunkFrameChecksumMatches(owner: object, fill: number, chunk: Ui
   return chunkChecksumMatches(owner, fill, chunk, chunkBytes, offset, length);
 }
 
+/**
+ * The header fields through a DataView over the chunk: the cursor reads them
+ * for every frame, and DataView reads compile to plain loads where Buffer's
+ * readDoubleLE goes through a scratch Float64Array.
+ */
+export function frameLengthIn(view: DataView, offset: number): number {
+  return view.getUint32(offset + offsetLength, true);
+}
+
+export function frameLsnIn(view: DataView, offset: number): Lsn {
+  return view.getUint32(offset + offsetLsn + 4, true) * twoTo32 + view.getUint32(offset + offsetLsn, true);
+}
+
+export function frameTimestampIn(view: DataView, offset: number): number {
+  return view.getFloat64(offset + offsetTimestamp, true);
+}
+
+export function frameKindIn(view: DataView, offset: number): number {
+  return view.getUint8(offset + offsetKind);
+}
+
 export function frameLsn(source: Buffer, offset: number): Lsn {
   return source.readUInt32LE(offset + offsetLsn + 4) * twoTo32 + source.readUInt32LE(offset + offsetLsn);
 }
