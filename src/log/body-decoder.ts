@@ -29,6 +29,9 @@ const internMask = internSlots - 1;
 const internBytes: Array<Uint8Array | undefined> = new Array<Uint8Array | undefined>(internSlots).fill(undefined);
 const internStrings: string[] = new Array<string>(internSlots).fill('');
 
+/** Map keys are mostly one letter: those strings are made once. */
+const oneCharStrings: readonly string[] = Array.from({ length: 0x80 }, (_, code) => String.fromCharCode(code));
+
 /** Thrown (and caught in decodeBody only) to abandon the fast path; never escapes. */
 class Unsupported {}
 const giveUp = new Unsupported();
@@ -171,6 +174,11 @@ function decodeString(length: number): string {
   need(length);
   const start = position;
   position += length;
+  if (length === 1) {
+    const byte = bytes[start]!;
+    if (byte >= 0x80) throw giveUp;
+    return oneCharStrings[byte]!;
+  }
   if (length === 0) return '';
   if (length > internBytesMax) return decodeAscii(start, length);
   // FNV-1a over the bytes, checking they are ASCII on the way.
