@@ -26,8 +26,7 @@
 import { assert } from '../assert.js';
 import type { Logger } from '../logger.js';
 import { LogClosedError, toLogFailedError, type LogFailedError } from './errors.js';
-import * as fs from 'node:fs';
-import { nodeFileSystem, writeFully, type LogFileSystem } from './file-system.js';
+import { writeFully, type LogFileSystem } from './file-system.js';
 import { assertFramesIntact, checkAppendRecord, encodeBody, frameHeaderBytes, writeFrame, type AppendRecord, type Lsn } from './record.js';
 import type { SegmentState } from './segment.js';
 
@@ -60,11 +59,6 @@ interface Waiter {
 const batchBytesInitial = 64 * 1024;
 // A batch buffer that grew past this (a burst of big records) is dropped after its write instead of kept.
 const batchBytesRetainedMax = 4 * 1024 * 1024;
-// On the real file system a batch up to this size is written synchronously: copying it into the page
-// cache takes microseconds, while a thread-pool round trip costs 30–45 µs (more on a busy machine) and a
-// lone appender would pay two of them (write, then fdatasync) before its ack. Larger batches, and any
-// injected file system (tests with write faults), take the asynchronous path.
-const syncWriteBytesMax = 256 * 1024;
 // Resolved waiters are compacted away once this many have accumulated at the head of the queue.
 const waiterCompactionThreshold = 1024;
 
@@ -199,10 +193,6 @@ export class GroupCommit {
     this.spare = undefined;
     this.writing = true;
     const segment = this.active;
-    if (this.options.fileSystem === nodeFileSystem && batch.length <= syncWriteBytesMax) {
-      this.afterWrite(writeFullySync(segment.fd, batch.buffer, batch.length, segment.state.bytes), batch, segment);
-      return;
-    }
     writeFully(this.options.fileSystem, segment.fd, batch.buffer, batch.length, segment.state.bytes, (error) => this.afterWrite(error, batch, segment));
   }
 
@@ -300,21 +290,6 @@ export class GroupCommit {
     const callbacks = this.idleCallbacks;
     this.idleCallbacks = [];
     for (const callback of callbacks) callback();
-  }
-}
-
-/** writeFully for the synchronous path: the error (or null) instead of a callback. */
-function writeFullySync(fd: number, buffer: Buffer, length: number, position: number): unknown {
-  try {
-    let written = 0;
-    while (written < length) {
-      const bytesWritten = fs.writeSync(fd, buffer, written, length - written, position + written);
-      if (bytesWritten <= 0) return new Error(`write made no progress at byte ${position + written}`);
-      written += bytesWritten;
-    }
-    return null;
-  } catch (error: unknown) {
-    return error;
   }
 }
 
