@@ -7,9 +7,13 @@ import type { AckBody, DeliverBody, DropBody, MsgBody } from './records.js';
 import type { BrokerState, QueueState, StoredMessage } from './state.js';
 
 export function applyMsgToQueues(state: BrokerState, body: MsgBody, message: StoredMessage): void {
-  for (const [queueName, seq] of body.u ?? []) {
-    const queue = state.queues.get(queueName);
-    if (queue) enqueueForQueue(queue, seq, message);
+  const destinations = body.u;
+  if (destinations === undefined) return;
+  // Indexed loops, not for-of with destructuring (an iterator per entry): these run for every record replayed.
+  for (let i = 0; i < destinations.length; i++) {
+    const destination = destinations[i]!;
+    const queue = state.queues.get(destination[0]);
+    if (queue) enqueueForQueue(queue, destination[1], message);
   }
 }
 
@@ -20,7 +24,8 @@ export function enqueueForQueue(queue: QueueState, seq: number, message: StoredM
 
 export function removeFromQueue(queue: QueueState, body: AckBody | DropBody): void {
   let removed = 0;
-  for (const seq of body.s) if (queue.pending.delete(seq)) removed++;
+  const seqs = body.s;
+  for (let i = 0; i < seqs.length; i++) if (queue.pending.delete(seqs[i]!)) removed++;
   if ('why' in body && body.why === 'bound') queue.dropped += removed;
 }
 

@@ -27,9 +27,13 @@ export function applyUnsub(session: SessionState, body: UnsubBody): void {
 
 /** Enqueue a message for the sessions listed in the msg record. */
 export function applyMsgToSessions(state: BrokerState, body: MsgBody, message: StoredMessage): void {
-  for (const [clientId, seq, qos] of body.s ?? []) {
-    const session = state.sessions.get(clientId);
-    if (session) enqueueForSession(session, seq, qos, message);
+  const destinations = body.s;
+  if (destinations === undefined) return;
+  // Indexed loops, not for-of with destructuring (an iterator per entry): these run for every record replayed.
+  for (let i = 0; i < destinations.length; i++) {
+    const destination = destinations[i]!;
+    const session = state.sessions.get(destination[0]);
+    if (session) enqueueForSession(session, destination[1], destination[2], message);
   }
 }
 
@@ -40,7 +44,8 @@ export function enqueueForSession(session: SessionState, seq: number, qos: 1 | 2
 
 export function removeFromSession(session: SessionState, body: AckBody | DropBody): void {
   let removed = 0;
-  for (const seq of body.s) if (session.pending.delete(seq)) removed++;
+  const seqs = body.s;
+  for (let i = 0; i < seqs.length; i++) if (session.pending.delete(seqs[i]!)) removed++;
   // Count only what this record really removed: an ack may have finished a message just before its drop.
   if ('why' in body) session.dropped += removed;
 }
