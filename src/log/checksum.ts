@@ -114,7 +114,7 @@ export function prefixedChecksumMatches(source: Buffer, offset: number, length: 
     directBytes = new Uint8Array(direct.memory.buffer);
   }
   source.copy(directBytes, 0, offset, offset + length);
-  residentOwner = undefined;
+  residentOwner = 0;
   return direct.matches(0, length) === 1;
 }
 
@@ -126,18 +126,27 @@ export function prefixedChecksumMatches(source: Buffer, offset: number, length: 
  * frame, so interleaving costs no more than the per-frame path.
  */
 const windowBytes = 256 * 1024;
-let residentOwner: object | undefined;
+/** The owning cursor's id (a number, not the cursor: holding it would keep its chunk alive). */
+let residentOwner = 0;
 let residentFill = -1;
 /** Index in the owner's chunk of WebAssembly byte 0, and the end of what was copied. */
 let residentStart = 0;
 let residentEnd = 0;
 
+let chunkOwners = 0;
+/** A fresh id for a reader's chunk, for chunkChecksumMatches. */
+export function nextChunkOwner(): number {
+  chunkOwners += 1;
+  return chunkOwners;
+}
+
 /**
  * prefixedChecksumMatches for a range of a reused read chunk: `owner` and
  * `fill` identify the chunk's current contents (the owner bumps `fill` each
- * time it changes them); `chunkBytes` is how much of it holds file data.
+ * time it changes them; ids start at 1, see nextChunkOwner); `chunkBytes` is
+ * how much of it holds file data.
  */
-export function chunkChecksumMatches(owner: object, fill: number, chunk: Uint8Array, chunkBytes: number, offset: number, length: number): boolean {
+export function chunkChecksumMatches(owner: number, fill: number, chunk: Uint8Array, chunkBytes: number, offset: number, length: number): boolean {
   if (direct === undefined) return prefixedChecksumMatches(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length), offset, length);
   if (owner !== residentOwner || fill !== residentFill || offset < residentStart || offset + length > residentEnd) {
     const end = owner === residentOwner ? Math.min(chunkBytes, offset + Math.max(length, windowBytes)) : offset + length;

@@ -9,6 +9,7 @@
  * decided by recovery.ts.
  */
 import * as fs from 'node:fs';
+import { nextChunkOwner } from './checksum.js';
 import {
   chunkFrameChecksumMatches, frameBytesMin, frameKindIn, frameLength, frameLengthIn, frameLsn, frameLsnIn, frameTimestampIn, isPlausibleFrameLength, type Lsn,
 } from './record.js';
@@ -51,6 +52,7 @@ export class SegmentCursor {
 
   /** Bumped whenever `buffer`'s contents change, so the checksum can tell a copy of them is stale. */
   private fills = 0;
+  private readonly chunkOwner = nextChunkOwner();
   private bufferFileOffset = 0;
   private bufferBytes = 0;
 
@@ -90,7 +92,7 @@ export class SegmentCursor {
     if (length > remaining) return this.fail(`a frame of ${length} bytes runs past the end of the segment (${remaining} bytes left)`, undefined, false);
     at = this.ensure(position, length);
     if (at < 0) return this.fail('the file ended inside the frame', undefined, false);
-    if (!chunkFrameChecksumMatches(this, this.fills, this.bytes, this.bufferBytes, at, length)) return this.fail('checksum mismatch', length, false);
+    if (!chunkFrameChecksumMatches(this.chunkOwner, this.fills, this.bytes, this.bufferBytes, at, length)) return this.fail('checksum mismatch', length, false);
     const lsn = frameLsnIn(this.view, at);
     if (lsn !== this.expectedLsn) return this.fail(`the frame holds LSN ${lsn} where ${this.expectedLsn} was expected`, length, true);
     this.frameStart = at;

@@ -168,7 +168,7 @@ export function frameChecksumMatches(source: Buffer, offset: number, length: num
  * frameChecksumMatches for a frame in a cursor's reused read chunk (see
  * chunkChecksumMatches): `owner` and `fill` say which contents the chunk holds.
  */
-export function chunkFrameChecksumMatches(owner: object, fill: number, chunk: Uint8Array, chunkBytes: number, offset: number, length: number): boolean {
+export function chunkFrameChecksumMatches(owner: number, fill: number, chunk: Uint8Array, chunkBytes: number, offset: number, length: number): boolean {
   return chunkChecksumMatches(owner, fill, chunk, chunkBytes, offset, length);
 }
 
