@@ -6,6 +6,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import { join } from 'node:path';
+import { decode, encode } from '@msgpack/msgpack';
 import { afterAll, describe, expect, it } from 'vitest';
 import { nodeFileSystem, type LogFileSystem } from './file-system.js';
 import {
@@ -212,6 +213,20 @@ describe('reads side by side', () => {
     fs.writeFileSync(file, bytes);
     const reader = openLogReader(dir);
     expect(() => [...reader.read()]).toThrow(/corrupt record in segment 0+\d+\.seg at LSN 1[45]\d\d/);
+  });
+});
+
+/** An array nested `depth` deep around 1: deeper than the fast decoder goes (body-decoder.ts nestingMax). */
+const nested = (depth: number): unknown => (depth === 0 ? 1 : [nested(depth - 1)]);
+
+describe('bodies the fast decoder leaves to @msgpack/msgpack', () => {
+  it('come back equal: non-ASCII strings, lone surrogates, dates, numeric map keys', async () => {
+    const log = await SegmentedLog.open({ dir: freshDir() });
+    const bodies = [{ t: 'capteur/température', p: new Uint8Array([1, 2]) }, { s: 'a\ud800b' }, { at: new Date(1_700_000_000_123) }, new Map([[1, 'one']]), { deep: nested(40) }];
+    await log.append(bodies.map((body, i) => ({ kind: 1, timestamp: i, body })));
+    const expected = bodies.map((body) => decode(encode(body)));
+    expect([...log.read()].map((r) => r.body)).toEqual(expected);
+    await log.close();
   });
 });
 
