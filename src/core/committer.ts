@@ -9,6 +9,13 @@
  * logged once and otherwise only matters because the log refuses all further
  * appends. `settleLater` coalesces acks and deliveries made in one tick into
  * one record per destination.
+ *
+ * `commitDeferred` lets the publishes of one socket read share one append:
+ * their records wait until the end of the tick and are then appended and
+ * applied together (LSNs still assigned in call order, apply right after the
+ * append). Any other commit, settled record or `settled()` appends the
+ * waiting records first, so the log keeps the order in which records were
+ * made, and a deliver or ack record always follows its msg record.
  */
 import { apply } from '../projections/apply.js';
 import { RecordKind, type BodyOf, type BrokerRecord, type RecordKindName } from '../projections/records.js';
@@ -39,6 +46,7 @@ export class Committer {
   private readonly settling = new Map<string, { kind: SettleKind; ref: { c: string } | { q: string }; seqs: number[] }>();
   private settleScheduled = false;
   private lastAppended: Promise<unknown> = Promise.resolve();
+  private deferred: DeferredBatch | undefined = undefined;
   recordsSinceSnapshot = 0;
   onCommitted: (() => void) | undefined = undefined;
 
@@ -55,8 +63,50 @@ export class Committer {
 
   /** Append and apply; the promise resolves when the records are durable. */
   commit(records: readonly PendingRecord[]): Promise<void> {
-    if (this.log.failed) return Promise.reject(new LogFailedError(`the log has failed and refuses appends: ${this.log.failed.message}`));
+    if (this.log.failed) return Promise.reject(this.failedError());
     this.flushSettled();
+    const appended = this.appendAndApply(records);
+    // No extra promise layer just to drop the LSNs (this runs per command): callers only wait on
+    // the promise, never read its value. The no-op handler keeps a caller that does not wait from
+    // turning a failed log into an unhandled rejection (the failure reaches it on its next commit).
+    appended.catch(ignore);
+    return appended as Promise<unknown> as Promise<void>;
+  }
+
+  /**
+   * Like commit, but the records are appended at the end of this tick together with every other
+   * deferred commit of the tick (one append, one promise for all of them), or earlier when any
+   * other record is made. For publishes, whose callers only need the promise: the live state
+   * changes when the records are applied, not now.
+   */
+  commitDeferred(records: readonly PendingRecord[]): Promise<void> {
+    if (this.log.failed) return Promise.reject(this.failedError());
+    let batch = this.deferred;
+    if (batch === undefined) {
+      batch = new DeferredBatch();
+      this.deferred = batch;
+      queueMicrotask(this.flushDeferredTask);
+    }
+    for (const r of records) batch.records.push(r);
+    return batch.promise;
+  }
+
+  private readonly flushDeferredTask = (): void => this.flushDeferred();
+
+  /** Append and apply the deferred records now. */
+  private flushDeferred(): void {
+    const batch = this.deferred;
+    if (batch === undefined) return;
+    this.deferred = undefined;
+    if (this.log.failed) {
+      batch.reject(this.failedError());
+      return;
+    }
+    this.appendAndApply(batch.records).then(batch.resolve, batch.reject);
+  }
+
+  /** The log assigns the LSNs synchronously, in call order; apply runs right after under the same LSNs. */
+  private appendAndApply(records: readonly PendingRecord[]): Promise<unknown> {
     const timestamp = this.clock();
     const firstLsn = this.log.nextLsn;
     // One object per record serves both the append (kind, timestamp, body) and apply (plus its LSN).
@@ -68,13 +118,13 @@ export class Committer {
     const appended = this.log.append(stamped);
     for (let i = 0; i < stamped.length; i++) apply(this.state, stamped[i]!);
     this.recordsSinceSnapshot += stamped.length;
-    // This runs once per publish, so no extra promise layer just to drop the LSNs: callers only wait
-    // on the promise, never read its value. The no-op handler keeps a caller that does not wait from
-    // turning a failed log into an unhandled rejection (the failure reaches it on its next commit).
-    appended.catch(ignore);
     this.lastAppended = appended;
     this.onCommitted?.();
-    return appended as Promise<unknown> as Promise<void>;
+    return appended;
+  }
+
+  private failedError(): LogFailedError {
+    return new LogFailedError(`the log has failed and refuses appends: ${this.log.failed?.message ?? 'unknown failure'}`);
   }
 
   commitQuietly(records: readonly PendingRecord[]): void {
@@ -99,12 +149,30 @@ export class Committer {
     }
   }
 
-  /** Write coalesced acks/deliveries now: any record that follows must see them first. */
+  /** Write deferred records and coalesced acks/deliveries now: any record that follows must see them first. */
   flushSettled(): void {
+    this.flushDeferred();
     this.settleScheduled = false;
     if (this.settling.size === 0) return;
     const records = [...this.settling.values()].map(({ kind, ref, seqs }) => ({ kind: RecordKind[kind], body: { ...ref, s: seqs } }));
     this.settling.clear();
     this.commitQuietly(records);
+  }
+}
+
+/** The records of this tick's deferred commits and the one promise their callers share. */
+class DeferredBatch {
+  readonly records: PendingRecord[] = [];
+  readonly promise: Promise<void>;
+  resolve!: () => void;
+  reject!: (error: unknown) => void;
+
+  constructor() {
+    this.promise = new Promise<void>((resolve, reject) => {
+      this.resolve = () => resolve();
+      this.reject = reject;
+    });
+    // Callers always wait on it (confirms); this keeps a failure from also being reported as unhandled.
+    this.promise.catch(ignore);
   }
 }

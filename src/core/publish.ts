@@ -9,7 +9,8 @@
  * durable AMQP queue with a persistent message. With no durable destination
  * and no other record, nothing is written and the result is `undefined`.
  *
- * Live deliveries go out right after the commit is issued, before it is
+ * Live deliveries go out right after the commit is issued (for AMQP-only
+ * publishes: deferred to the end of the tick, see `deferrable`), before it is
  * durable: a consumer may see a message whose publisher has not been acked
  * yet (as in RabbitMQ). The log's total order still guarantees that a
  * consumer's ack can never become durable before the message it acks.
@@ -66,10 +67,21 @@ export function publish(context: PublishContext, publication: Publication): Dura
   if (publication.retain) records.push(record('retain', publication.retain));
   if (publication.rx2) records.push(record('rx2', publication.rx2));
   for (const doc of publication.docs ?? []) records.push(record('doc', doc));
-  const durable = records.length > 0 ? context.committer.commit(records) : undefined;
+  const durable = records.length === 0 ? undefined : deferrable(publication) ? context.committer.commitDeferred(records) : context.committer.commit(records);
   deliverToSessions(context, publication, message, durableSessions);
   deliverToQueues(context, publication, message, durableQueues);
   return durable;
+}
+
+/**
+ * An AMQP publish that reaches no MQTT session shares the tick's append with the other publishes
+ * of the same socket read (Committer.commitDeferred): its queue entries are pushed and dispatched
+ * now, and whatever record a delivery makes is appended after the msg record anyway. A publish
+ * that reaches sessions commits at once: a persistent session's queue is the projection, which
+ * must hold the message before it is sent.
+ */
+function deferrable(publication: Publication): boolean {
+  return publication.exchange !== undefined && publication.sessions.size === 0;
 }
 
 type DurableSessionRow = readonly [client: string, seq: number, qos: 1 | 2];

@@ -12,18 +12,33 @@
  * - A run of ready confirms with the same outcome goes out as one frame with
  *   multiple=true; ready confirms are flushed once per tick, so a burst of
  *   publishes in one read costs one ack.
+ * - Consecutive publishes tracking the same Durable form one range with one
+ *   handler; a range is only extended while its Durable is still pending.
  */
 import type { Durable } from '../../core/api.js';
 
 export type ConfirmOutcome = 'ack' | 'nack';
+
+/** Consecutive sequence numbers that share one outcome. */
+interface SeqRange {
+  readonly first: number;
+  last: number;
+}
 
 export class PublisherConfirms {
   /** The sequence number the next publish gets (spec: counting from 1 after confirm.select). */
   private nextSeq = 1;
   /** The lowest sequence number not confirmed to the client yet. */
   private nextToSend = 1;
-  /** Settled but not yet sent, by sequence number. */
-  private readonly ready = new Map<number, ConfirmOutcome>();
+  /** Settled but not yet sent, by first sequence number. */
+  private readonly ready = new Map<number, { readonly range: SeqRange; readonly outcome: ConfirmOutcome }>();
+  /**
+   * The publishes of one socket read share one Durable (the core appends them together): the
+   * latest one still pending and the range of sequence numbers waiting on it, so a run of
+   * publishes costs one promise handler, not one each.
+   */
+  private lastDurable: Durable = undefined;
+  private lastRange: SeqRange | undefined = undefined;
   private flushScheduled = false;
   private closed = false;
 
@@ -38,12 +53,20 @@ export class PublisherConfirms {
   track(durable: Durable): void {
     const seq = this.nextSeq++;
     if (durable === undefined) {
-      this.settle(seq, 'ack');
+      this.settle({ first: seq, last: seq }, 'ack');
       return;
     }
+    const pending = this.lastRange;
+    if (durable === this.lastDurable && pending !== undefined && pending.last === seq - 1) {
+      pending.last = seq;
+      return;
+    }
+    const range: SeqRange = { first: seq, last: seq };
+    this.lastDurable = durable;
+    this.lastRange = range;
     durable.then(
-      () => this.settle(seq, 'ack'),
-      () => this.settle(seq, 'nack'),
+      () => this.settleWaiting(range, 'ack'),
+      () => this.settleWaiting(range, 'nack'),
     );
   }
 
@@ -52,13 +75,14 @@ export class PublisherConfirms {
     this.flushScheduled = false;
     while (!this.closed) {
       const first = this.nextToSend;
-      const outcome = this.ready.get(first);
-      if (outcome === undefined) return;
-      let last = first;
-      this.ready.delete(first);
-      while (this.ready.get(last + 1) === outcome) {
-        last++;
-        this.ready.delete(last);
+      let entry = this.ready.get(first);
+      if (entry === undefined) return;
+      const outcome = entry.outcome;
+      let last = first - 1;
+      while (entry !== undefined && entry.outcome === outcome) {
+        this.ready.delete(last + 1);
+        last = entry.range.last;
+        entry = this.ready.get(last + 1);
       }
       this.nextToSend = last + 1;
       this.send(last, last > first, outcome);
@@ -69,12 +93,23 @@ export class PublisherConfirms {
   close(): void {
     this.closed = true;
     this.ready.clear();
+    this.lastDurable = undefined;
+    this.lastRange = undefined;
   }
 
-  private settle(seq: number, outcome: ConfirmOutcome): void {
+  /** The Durable a range waited on settled: later publishes must not join that range any more. */
+  private settleWaiting(range: SeqRange, outcome: ConfirmOutcome): void {
+    if (this.lastRange === range) {
+      this.lastDurable = undefined;
+      this.lastRange = undefined;
+    }
+    this.settle(range, outcome);
+  }
+
+  private settle(range: SeqRange, outcome: ConfirmOutcome): void {
     if (this.closed) return;
-    this.ready.set(seq, outcome);
-    if (seq === this.nextToSend && !this.flushScheduled) {
+    this.ready.set(range.first, { range, outcome });
+    if (range.first === this.nextToSend && !this.flushScheduled) {
       this.flushScheduled = true;
       // After the current tick's microtasks: durables resolved together go out as one frame.
       process.nextTick(() => this.flush());
