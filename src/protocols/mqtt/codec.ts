@@ -101,7 +101,8 @@ export class PacketDecoder {
 export function decodeHotPacket(bytes: Buffer): IPublishPacket | IPubackPacket | undefined {
   const firstByte = bytes[0];
   if (firstByte === 0x40 && bytes.length === 4 && bytes[1] === 0x02) {
-    return { cmd: 'puback', messageId: bytes.readUInt16BE(2), length: 2 };
+    // The same object mqtt-packet's parser builds, so the two decoders stay interchangeable.
+    return { cmd: 'puback', retain: false, qos: 0, dup: false, length: 2, topic: null, payload: null, messageId: bytes.readUInt16BE(2) } as IPubackPacket;
   }
   if (firstByte === undefined || firstByte >> 4 !== 3) return undefined;
   const qosBits = (firstByte >> 1) & 0x03;
