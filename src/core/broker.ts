@@ -12,7 +12,7 @@
 import { decode, encode } from '@msgpack/msgpack';
 import { apply } from '../projections/apply.js';
 import { decodeState, encodeState, type EncodedState } from '../projections/snapshot-codec.js';
-import { initialState, type BrokerState } from '../projections/state.js';
+import { initialState, type BrokerState, type StoredMessage } from '../projections/state.js';
 import { silentLogger, type Logger } from '../logger.js';
 import type { AmqpCore, MqttCore, Qos } from './api.js';
 import { AmqpCoreImpl } from './amqp-core.js';
@@ -109,6 +109,7 @@ export class Broker {
       apply(state, logRecord);
       recordsReplayed++;
     }
+    compactPayloads(state);
     const broker = new Broker(options.log, state, options, logger);
     broker.rebuildRuntime();
     broker.recovery = broker.report(snapshot?.lsn ?? 0, recordsReplayed, performance.now() - started);
@@ -204,3 +205,24 @@ export class Broker {
     await this.committer.settled();
   }
 }
+
+/**
+ * Replay decodes payloads into shared pools (fast, few allocations); a payload
+ * that outlives replay would pin its whole pool, so the survivors — only the
+ * messages still queued and the retained values — get buffers of their own.
+ */
+function compactPayloads(state: BrokerState): void {
+  const own = (bytes: Uint8Array): Uint8Array => (bytes.byteLength < bytes.buffer.byteLength ? bytes.slice() : bytes);
+  const seen = new Set<StoredMessage>();
+  const compact = (message: StoredMessage): void => {
+    if (seen.has(message)) return;
+    seen.add(message);
+    const mutable = message as { payload: Uint8Array; properties?: Uint8Array };
+    mutable.payload = own(message.payload);
+    if (message.properties) mutable.properties = own(message.properties);
+  };
+  for (const session of state.sessions.values()) for (const entry of session.pending.values()) compact(entry.message);
+  for (const queue of state.queues.values()) for (const entry of queue.pending.values()) compact(entry.message);
+  for (const [topic, value] of state.retained) state.retained.set(topic, { ...value, payload: own(value.payload) });
+}
+
