@@ -23,10 +23,11 @@
  * A failed write or sync is fatal (see errors.ts: LogFailedError): every
  * outstanding promise rejects and every later append is refused.
  */
+import * as fs from 'node:fs';
 import { assert } from '../assert.js';
 import type { Logger } from '../logger.js';
 import { LogClosedError, toLogFailedError, type LogFailedError } from './errors.js';
-import { writeFully, type LogFileSystem } from './file-system.js';
+import { nodeFileSystem, writeFully, type LogFileSystem } from './file-system.js';
 import { assertFramesIntact, checkAppendRecord, encodeBody, frameHeaderBytes, writeFrame, type AppendRecord, type Lsn } from './record.js';
 import type { SegmentState } from './segment.js';
 
@@ -59,6 +60,14 @@ interface Waiter {
 const batchBytesInitial = 64 * 1024;
 // A batch buffer that grew past this (a burst of big records) is dropped after its write instead of kept.
 const batchBytesRetainedMax = 4 * 1024 * 1024;
+// On the real file system a batch up to this size is written synchronously: copying a few KiB into
+// the page cache takes tens of microseconds, about what submitting the write to the thread pool costs
+// the event loop anyway, and it saves the round trip back (a lone appender waits for write, then
+// fdatasync, before its ack). Measured on a sequential publish: receive → confirm p50 0.388 → 0.345 ms
+// (server side, four interleaved runs). Bigger batches (throughput, where the write overlaps the
+// previous fdatasync) and any injected file system (tests with write faults) stay asynchronous, so a
+// slow write under memory pressure stalls the thread pool, not the event loop.
+const syncWriteBytesMax = 16 * 1024;
 // Resolved waiters are compacted away once this many have accumulated at the head of the queue.
 const waiterCompactionThreshold = 1024;
 
@@ -193,6 +202,10 @@ export class GroupCommit {
     this.spare = undefined;
     this.writing = true;
     const segment = this.active;
+    if (this.options.fileSystem === nodeFileSystem && batch.length <= syncWriteBytesMax) {
+      this.afterWrite(writeFullySync(segment.fd, batch.buffer, batch.length, segment.state.bytes), batch, segment);
+      return;
+    }
     writeFully(this.options.fileSystem, segment.fd, batch.buffer, batch.length, segment.state.bytes, (error) => this.afterWrite(error, batch, segment));
   }
 
@@ -290,6 +303,21 @@ export class GroupCommit {
     const callbacks = this.idleCallbacks;
     this.idleCallbacks = [];
     for (const callback of callbacks) callback();
+  }
+}
+
+/** writeFully for the synchronous path: the error (or null) instead of a callback. */
+function writeFullySync(fd: number, buffer: Buffer, length: number, position: number): unknown {
+  try {
+    let written = 0;
+    while (written < length) {
+      const bytesWritten = fs.writeSync(fd, buffer, written, length - written, position + written);
+      if (bytesWritten <= 0) return new Error(`write made no progress at byte ${position + written}`);
+      written += bytesWritten;
+    }
+    return null;
+  } catch (error: unknown) {
+    return error;
   }
 }
 
