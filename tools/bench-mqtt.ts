@@ -14,14 +14,14 @@
  * Nothing is installed here: without `mosquitto` its column is skipped.
  * Data lives in a temp dir (CAIRN_BENCH_DIR picks the disk), removed afterwards.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
+import { startCairnProcess, stopChild, type CairnProcess } from './cairn-process.js';
 
-const cli = resolve(import.meta.dirname, '../src/cli.js');
 const payload = Buffer.alloc(100, 0x61);
 const latencyCount = 500;
 const throughputCount = 20_000;
@@ -73,54 +73,9 @@ export function rawFdatasync(iterations = 500): LatencySummary {
   }
 }
 
-export interface CairnProcess { readonly mqttPort: number; readonly amqpPort: number; stop(): Promise<void> }
-
-/** Starts `cairn serve` on OS-picked ports, read back from its JSON ready line. */
+/** Starts `cairn serve` on OS-picked ports (no HTTP listener). */
 export function startCairn(dataDir: string): Promise<CairnProcess> {
-  const child = spawn(process.execPath, [cli, 'serve', '--data', dataDir, '--mqtt-port', '0', '--amqp-port', '0', '--http-port', 'off'], {
-    env: { ...process.env, CAIRN_LOG_FORMAT: 'json', CAIRN_LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const output: string[] = [];
-  const exited = new Promise<void>((done) => child.once('exit', () => done()));
-  return new Promise((resolvePromise, reject) => {
-    let buffered = '';
-    let ready = false;
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`cairn did not start within 15 s:\n${output.join('\n')}`)); }, 15_000);
-    child.stderr!.on('data', (chunk: Buffer) => { if (!ready) output.push(chunk.toString()); });
-    const exitedEarly = (code: number | null): void => { clearTimeout(timer); reject(new Error(`cairn exited with ${code} before it was ready:\n${output.join('\n')}`)); };
-    child.once('exit', exitedEarly);
-    child.stdout!.on('data', (chunk: Buffer) => {
-      if (ready) return; // keep draining the pipe so logging never blocks the broker
-      buffered += chunk.toString();
-      let newline: number;
-      while ((newline = buffered.indexOf('\n')) >= 0) {
-        const line = buffered.slice(0, newline);
-        buffered = buffered.slice(newline + 1);
-        output.push(line);
-        let entry: { msg?: string; mqtt?: number | string; amqp?: number | string };
-        try { entry = JSON.parse(line) as typeof entry; } catch { continue; }
-        if (entry.msg?.includes(' ready')) {
-          ready = true;
-          clearTimeout(timer);
-          child.off('exit', exitedEarly);
-          resolvePromise({
-            mqttPort: Number(entry.mqtt), amqpPort: Number(entry.amqp),
-            stop: () => stopChild(child, exited),
-          });
-          return;
-        }
-      }
-    });
-  });
-}
-
-async function stopChild(child: ChildProcess, exited: Promise<void>): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-  await exited;
-  clearTimeout(timer);
+  return startCairnProcess(dataDir, ['--http-port', 'off']);
 }
 
 export function commandExists(name: string): boolean {
