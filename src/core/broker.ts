@@ -82,8 +82,8 @@ export class Broker {
     const clock = options.clock ?? Date.now;
     this.committer = new Committer(log, state, clock, logger);
     this.committer.onCommitted = () => this.maybeSnapshot();
-    const delivery = new SessionDelivery(this.committer, this.limits);
     const observer = options.observer ?? silentObserver;
+    const delivery = new SessionDelivery(this.committer, this.limits, observer);
     const amqp = new AmqpCoreImpl({
       committer: this.committer, limits: this.limits, delivery, observer, state, exchanges: this.exchanges, queues: this.queues,
       dispatch: (queue) => amqp.dispatchQueue(queue),

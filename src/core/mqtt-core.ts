@@ -201,6 +201,7 @@ class SessionHandle implements MqttSessionHandle {
 /** Route an MQTT publish: MQTT subscribers, amq.topic (bridge), ingest routes, the retained store. */
 function mqttPublish(context: MqttCoreContext, from: string, rx2: { c: string; id: number } | undefined, incoming: Omit<MqttIncomingPublish, 'packetId'>): Durable {
   const { topic, payload, qos } = incoming;
+  context.observer.messageIn('mqtt');
   const docs: DocBody[] = [];
   for (const route of context.ingestRoutes) {
     if (!ingestMatches(route, topic)) continue;

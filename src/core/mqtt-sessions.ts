@@ -21,6 +21,7 @@ import { newSession, type SessionState, type StoredMessage } from '../projection
 import type { MqttClientLink, Qos } from './api.js';
 import { record, type Committer } from './committer.js';
 import type { CoreLimits } from './limits.js';
+import type { BrokerObserver } from './observer.js';
 
 export function packetIdOf(seq: number): number {
   return ((seq - 1) % 65535) + 1;
@@ -90,6 +91,7 @@ export class SessionDelivery {
   constructor(
     private readonly committer: Committer,
     private readonly limits: CoreLimits,
+    private readonly observer: BrokerObserver,
   ) {}
 
   /** Send as much of the queue as the window allows. */
@@ -107,6 +109,7 @@ export class SessionDelivery {
       session.inflight.set(packetId, seq);
       const message = entry.message;
       link.sendPublish({ topic: mqttTopicOf(message), payload: message.payload, qos: entry.qos, retain: message.retain === true, dup: entry.deliveries > 0, packetId });
+      this.observer.messageOut('mqtt');
       if (session.persistent) this.committer.settleLater('deliver', session.destination, seq);
       else entry.deliveries += 1;
     }
@@ -118,7 +121,10 @@ export class SessionDelivery {
     const state = session.state;
     if (state.pending.size >= this.limits.sessionQueueMessagesMax) {
       const oldest = this.oldestDroppable(session);
-      if (oldest !== undefined) removeFromSession(state, { c: session.clientId, s: [oldest], why: 'bound' });
+      if (oldest !== undefined) {
+        removeFromSession(state, { c: session.clientId, s: [oldest], why: 'bound' });
+        this.observer.drop('session', 1);
+      }
     }
     const seq = state.nextSeq;
     enqueueForSession(state, seq, qos, message);
@@ -191,7 +197,9 @@ export class SessionDelivery {
   }
 
   sendDirect(session: SessionRuntime, message: StoredMessage, retain: boolean): void {
-    session.link?.sendPublish({ topic: mqttTopicOf(message), payload: message.payload, qos: 0, retain, dup: false });
+    if (!session.link) return;
+    session.link.sendPublish({ topic: mqttTopicOf(message), payload: message.payload, qos: 0, retain, dup: false });
+    this.observer.messageOut('mqtt');
   }
 }
 
