@@ -48,11 +48,11 @@ export async function startCairn(config: ServeConfig, logger: Logger): Promise<R
   const closers: Array<() => Promise<void>> = [];
   try {
     const mqtt = config.mqttPort === undefined ? undefined : await startMqttServer({
-      core: broker.mqtt, host: config.bind, port: config.mqttPort, logger, users,
+      core: broker.mqtt, host: config.bind, port: config.mqttPort, logger, users, connectionEvents: metrics,
       ...(config.mqttPacketBytesMax !== undefined ? { limits: { packetBytesMax: config.mqttPacketBytesMax } } : {}),
     });
     if (mqtt) closers.push(() => mqtt.close());
-    const amqp = config.amqpPort === undefined ? undefined : await startAmqpServer({ core: broker.amqp, host: config.bind, port: config.amqpPort, logger, users });
+    const amqp = config.amqpPort === undefined ? undefined : await startAmqpServer({ core: broker.amqp, host: config.bind, port: config.amqpPort, logger, users, connectionEvents: metrics });
     if (amqp) closers.push(() => amqp.close());
     const connections = (): Record<string, number> => ({ mqtt: mqtt?.connections() ?? 0, amqp: amqp?.connections() ?? 0 });
     const http = config.httpPort === undefined ? undefined : await startHttpServer({ broker, host: config.bind, port: config.httpPort, logger, users, version, connections, metrics });

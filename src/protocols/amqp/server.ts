@@ -24,6 +24,8 @@ export interface AmqpServerOptions {
   readonly logger: Logger;
   /** Loaded users (auth/users.ts). Absent or empty: anonymous access. */
   readonly users?: Users;
+  /** Told when a connection opens and closes (metrics). */
+  readonly connectionEvents?: { connectionOpened(protocol: 'amqp'): void; connectionClosed(protocol: 'amqp'): void };
   /** Overrides of defaultAmqpLimits; the result is checked before listening. */
   readonly limits?: Partial<AmqpLimits>;
 }
@@ -49,8 +51,11 @@ export async function startAmqpServer(options: AmqpServerOptions): Promise<AmqpS
       socket.destroy();
       return;
     }
-    const connection = new AmqpConnection(socket, context, (closed) => live.delete(closed));
+    const connection = new AmqpConnection(socket, context, (closed) => {
+      if (live.delete(closed)) options.connectionEvents?.connectionClosed('amqp');
+    });
     live.add(connection);
+    options.connectionEvents?.connectionOpened('amqp');
   });
   server.on('error', (error: Error) => logger.error({ err: error }, 'AMQP listener error'));
 

@@ -25,6 +25,8 @@ export interface MqttServerOptions {
   readonly limits?: Partial<MqttLimits>;
   /** Loaded users (auth/users.ts). Absent or empty: anonymous access. */
   readonly users?: Users;
+  /** Told when a connection opens and closes (metrics). */
+  readonly connectionEvents?: { connectionOpened(protocol: 'mqtt'): void; connectionClosed(protocol: 'mqtt'): void };
 }
 
 export interface MqttServer {
@@ -48,8 +50,11 @@ export async function startMqttServer(options: MqttServerOptions): Promise<MqttS
       socket.destroy();
       return;
     }
-    const connection = new MqttConnection(socket, context, (closed) => live.delete(closed));
+    const connection = new MqttConnection(socket, context, (closed) => {
+      if (live.delete(closed)) options.connectionEvents?.connectionClosed('mqtt');
+    });
     live.add(connection);
+    options.connectionEvents?.connectionOpened('mqtt');
   });
   server.on('error', (error: Error) => logger.error({ err: error }, 'MQTT listener error'));
 
