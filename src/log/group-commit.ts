@@ -28,7 +28,7 @@ import { assert } from '../assert.js';
 import type { Logger } from '../logger.js';
 import { LogClosedError, toLogFailedError, type LogFailedError } from './errors.js';
 import { nodeFileSystem, writeFully, type LogFileSystem } from './file-system.js';
-import { assertFramesIntact, checkAppendRecord, encodeBody, frameHeaderBytes, writeFrame, type AppendRecord, type Lsn } from './record.js';
+import { assertFramesIntact, checkAppendRecord, encodeBody, frameHeaderBytes, writeFrameIn, type AppendRecord, type Lsn } from './record.js';
 import type { SegmentState } from './segment.js';
 
 export interface ActiveSegment {
@@ -170,7 +170,7 @@ export class GroupCommit {
     const body = encodeBody(record.body);
     const batch = this.pending;
     batch.reserve(frameHeaderBytes + body.length);
-    batch.length += writeFrame(batch.buffer, batch.length, lsn, record.timestamp, record.kind, body);
+    batch.length += writeFrameIn(batch.view, batch.buffer, batch.length, lsn, record.timestamp, record.kind, body);
     batch.noteRecord(lsn, record.timestamp);
   }
 
@@ -324,6 +324,8 @@ function writeFullySync(fd: number, buffer: Buffer, length: number, position: nu
 /** Encoded frames waiting for (or in) one write. */
 class Batch {
   buffer: Buffer;
+  /** Over the same bytes as `buffer`, for writeFrameIn. */
+  view: DataView;
   length = 0;
   firstLsn = 0;
   lastLsn = 0;
@@ -333,6 +335,7 @@ class Batch {
 
   constructor(capacity: number) {
     this.buffer = Buffer.allocUnsafe(capacity);
+    this.view = new DataView(this.buffer.buffer, this.buffer.byteOffset, this.buffer.length);
   }
 
   reserve(bytes: number): void {
@@ -340,6 +343,7 @@ class Batch {
     const bigger = Buffer.allocUnsafe(Math.max(this.length + bytes, this.buffer.length * 2));
     this.buffer.copy(bigger, 0, 0, this.length);
     this.buffer = bigger;
+    this.view = new DataView(bigger.buffer, bigger.byteOffset, bigger.length);
   }
 
   noteRecord(lsn: Lsn, timestamp: number): void {

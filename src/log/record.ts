@@ -32,7 +32,7 @@
 import { Decoder, Encoder } from '@msgpack/msgpack';
 import { assert } from '../assert.js';
 import { decodeBody, unsupported } from './body-decoder.js';
-import { checksum64, chunkChecksumMatches, prefixedChecksumMatches } from './checksum.js';
+import { checksum64, chunkChecksumMatches, nextChunkOwner, prefixedChecksumMatches } from './checksum.js';
 import { InvalidRecordError } from './errors.js';
 
 export type Lsn = number;
@@ -127,17 +127,27 @@ export function encodeBody(body: unknown): Uint8Array {
 
 /** Writes one frame at `offset` (the caller made room) and returns its length. */
 export function writeFrame(target: Buffer, offset: number, lsn: Lsn, timestamp: number, kind: number, body: Uint8Array): number {
+  return writeFrameIn(new DataView(target.buffer, target.byteOffset, target.length), target, offset, lsn, timestamp, kind, body);
+}
+
+/**
+ * writeFrame for the append path: `view` (a DataView) and `bytes` cover the
+ * same memory, made once per batch buffer. The header goes through the
+ * DataView (plain stores once compiled, where Buffer's writers check their
+ * arguments and writeBigUInt64LE splits the BigInt in JavaScript).
+ */
+export function writeFrameIn(view: DataView, bytes: Uint8Array, offset: number, lsn: Lsn, timestamp: number, kind: number, body: Uint8Array): number {
   const length = frameHeaderBytes + body.length;
   // Messages are constant strings: this runs per record, and a template would be built on every call.
   assert(Number.isSafeInteger(lsn) && lsn >= 1, 'frame LSN out of range');
-  assert(offset + length <= target.length, 'frame does not fit its batch buffer');
-  target.writeUInt32LE(length, offset + offsetLength);
-  target.writeUInt32LE(lsn % twoTo32, offset + offsetLsn);
-  target.writeUInt32LE(Math.floor(lsn / twoTo32), offset + offsetLsn + 4);
-  target.writeDoubleLE(timestamp, offset + offsetTimestamp);
-  target[offset + offsetKind] = kind;
-  target.set(body, offset + frameHeaderBytes);
-  target.writeBigUInt64LE(checksum64(plainView(target, offset + offsetLength, length - offsetLength)), offset);
+  assert(offset + length <= view.byteLength, 'frame does not fit its batch buffer');
+  view.setUint32(offset + offsetLength, length, true);
+  view.setUint32(offset + offsetLsn, lsn % twoTo32, true);
+  view.setUint32(offset + offsetLsn + 4, Math.floor(lsn / twoTo32), true);
+  view.setFloat64(offset + offsetTimestamp, timestamp, true);
+  bytes[offset + offsetKind] = kind;
+  bytes.set(body, offset + frameHeaderBytes);
+  view.setBigUint64(offset, checksum64(new Uint8Array(view.buffer, view.byteOffset + offset + offsetLength, length - offsetLength)), true);
   return length;
 }
 
@@ -217,23 +227,20 @@ export function decodeFrameBody(bytes: Uint8Array, view: DataView, offset: numbe
   return decoder.decode(new Uint8Array(bytes.buffer, bytes.byteOffset + offset + frameHeaderBytes, length - frameHeaderBytes));
 }
 
-/**
- * A plain Uint8Array over part of a Buffer. Cheaper to make than
- * Buffer#subarray (no Buffer constructor), which matters at one or two per
- * record on the replay path.
- */
-function plainView(source: Buffer, offset: number, length: number): Uint8Array {
-  return new Uint8Array(source.buffer, source.byteOffset + offset, length);
-}
+// The append path's id for chunkChecksumMatches: a batch is copied into WebAssembly memory once and
+// its frames verified there, instead of one copy per frame. `batchFill` changes for every batch verified.
+const batchOwner = nextChunkOwner();
+let batchFill = 0;
 
-/** Re-verifies every frame of an encoded batch just before it goes to disk. */
+/** Re-verifies every frame of an encoded batch (header and checksum) just before it goes to disk. */
 export function assertFramesIntact(batch: Buffer, end: number, firstLsn: Lsn): void {
+  batchFill += 1;
   let offset = 0;
   let lsn = firstLsn;
   while (offset < end) {
     const length = frameLength(batch, offset);
     assert(isPlausibleFrameLength(length) && offset + length <= end, 'a batch frame has a bad length');
-    assert(frameChecksumMatches(batch, offset, length), 'a batch frame changed after it was encoded');
+    assert(chunkChecksumMatches(batchOwner, batchFill, batch, end, offset, length), 'a batch frame changed after it was encoded');
     assert(frameLsn(batch, offset) === lsn, 'a batch frame holds an LSN other than the one assigned');
     offset += length;
     lsn += 1;
