@@ -292,13 +292,14 @@ let batchFill = 0;
 /** Re-verifies every frame of an encoded batch (header and checksum) just before it goes to disk. */
 export function assertFramesIntact(batch: Buffer, end: number, firstLsn: Lsn): void {
   batchFill += 1;
+  const view = new DataView(batch.buffer, batch.byteOffset, end);
   let offset = 0;
   let lsn = firstLsn;
   while (offset < end) {
-    const length = frameLength(batch, offset);
+    const length = frameLengthIn(view, offset);
     assert(isPlausibleFrameLength(length) && offset + length <= end, 'a batch frame has a bad length');
     assert(chunkChecksumMatches(batchOwner, batchFill, batch, end, offset, length), 'a batch frame changed after it was encoded');
-    assert(frameLsn(batch, offset) === lsn, 'a batch frame holds an LSN other than the one assigned');
+    assert(frameLsnIn(view, offset) === lsn, 'a batch frame holds an LSN other than the one assigned');
     offset += length;
     lsn += 1;
   }
