@@ -28,7 +28,7 @@ import { assert } from '../assert.js';
 import type { Logger } from '../logger.js';
 import { LogClosedError, toLogFailedError, type LogFailedError } from './errors.js';
 import { nodeFileSystem, writeFully, type LogFileSystem } from './file-system.js';
-import { assertFramesIntact, checkAppendRecord, encodeBody, binaryFrameLength, frameHeaderBytes, writeBinaryFrameIn, writeFrameIn, type AppendRecord, type Lsn } from './record.js';
+import { assertFramesIntact, checkAppendRecord, encodeBody, frameHeaderBytes, writeFrameIn, type AppendRecord, type Lsn } from './record.js';
 import type { SegmentState } from './segment.js';
 
 export interface ActiveSegment {
@@ -167,17 +167,10 @@ export class GroupCommit {
 
   private encode(record: AppendRecord, lsn: Lsn): void {
     checkAppendRecord(record);
+    const body = encodeBody(record.body);
     const batch = this.pending;
-    const body = record.body;
-    if (body instanceof Uint8Array) {
-      // A byte-array body is encoded straight into the batch (same bytes as the encoder would write).
-      batch.reserve(binaryFrameLength(body));
-      batch.length += writeBinaryFrameIn(batch.view, batch.buffer, batch.length, lsn, record.timestamp, record.kind, body);
-    } else {
-      const encoded = encodeBody(body);
-      batch.reserve(frameHeaderBytes + encoded.length);
-      batch.length += writeFrameIn(batch.view, batch.buffer, batch.length, lsn, record.timestamp, record.kind, encoded);
-    }
+    batch.reserve(frameHeaderBytes + body.length);
+    batch.length += writeFrameIn(batch.view, batch.buffer, batch.length, lsn, record.timestamp, record.kind, body);
     batch.noteRecord(lsn, record.timestamp);
   }
 

@@ -138,74 +138,17 @@ export function writeFrame(target: Buffer, offset: number, lsn: Lsn, timestamp: 
  */
 export function writeFrameIn(view: DataView, bytes: Uint8Array, offset: number, lsn: Lsn, timestamp: number, kind: number, body: Uint8Array): number {
   const length = frameHeaderBytes + body.length;
-  assert(offset + length <= view.byteLength, 'frame does not fit its batch buffer');
-  bytes.set(body, offset + frameHeaderBytes);
-  sealFrame(view, offset, length, lsn, timestamp, kind);
-  return length;
-}
-
-/**
- * The frame length for a record whose body is a byte array, which the append
- * path writes with writeBinaryFrameIn: a MessagePack bin 8/16/32 header and
- * the bytes, exactly what @msgpack/msgpack writes for a Uint8Array (checked
- * at load, below), without the encoder's dispatch and the copy out of its buffer.
- */
-export function binaryFrameLength(body: Uint8Array): number {
-  const length = frameHeaderBytes + binaryHeaderBytes(body.length) + body.length;
-  if (length > frameBytesMax) {
-    throw new InvalidRecordError(`record body is ${length - frameHeaderBytes} bytes; a frame holds at most ${frameBytesMax - frameHeaderBytes}`);
-  }
-  return length;
-}
-
-/** writeFrameIn for a byte-array body: encodes it as MessagePack binary in place (see binaryFrameLength). */
-export function writeBinaryFrameIn(view: DataView, bytes: Uint8Array, offset: number, lsn: Lsn, timestamp: number, kind: number, body: Uint8Array): number {
-  const size = body.length;
-  const length = frameHeaderBytes + binaryHeaderBytes(size) + size;
-  assert(offset + length <= view.byteLength, 'frame does not fit its batch buffer');
-  let at = offset + frameHeaderBytes;
-  if (size < 0x100) {
-    bytes[at] = 0xc4;
-    bytes[at + 1] = size;
-    at += 2;
-  } else if (size < 0x10000) {
-    bytes[at] = 0xc5;
-    view.setUint16(at + 1, size); // MessagePack is big-endian
-    at += 3;
-  } else {
-    bytes[at] = 0xc6;
-    view.setUint32(at + 1, size);
-    at += 5;
-  }
-  bytes.set(body, at);
-  sealFrame(view, offset, length, lsn, timestamp, kind);
-  return length;
-}
-
-function binaryHeaderBytes(size: number): number {
-  return size < 0x100 ? 2 : size < 0x10000 ? 3 : 5;
-}
-
-/** Writes the header fields and then the checksum of a frame whose body is in place. */
-function sealFrame(view: DataView, offset: number, length: number, lsn: Lsn, timestamp: number, kind: number): void {
   // Messages are constant strings: this runs per record, and a template would be built on every call.
   assert(Number.isSafeInteger(lsn) && lsn >= 1, 'frame LSN out of range');
+  assert(offset + length <= view.byteLength, 'frame does not fit its batch buffer');
   view.setUint32(offset + offsetLength, length, true);
   view.setUint32(offset + offsetLsn, lsn % twoTo32, true);
   view.setUint32(offset + offsetLsn + 4, Math.floor(lsn / twoTo32), true);
   view.setFloat64(offset + offsetTimestamp, timestamp, true);
-  view.setUint8(offset + offsetKind, kind);
+  bytes[offset + offsetKind] = kind;
+  bytes.set(body, offset + frameHeaderBytes);
   view.setBigUint64(offset, checksum64(new Uint8Array(view.buffer, view.byteOffset + offset + offsetLength, length - offsetLength)), true);
-}
-
-// The in-place binary encoding must be byte for byte what the encoder writes: checked once, for each header size.
-for (const size of [0, 1, 255, 256, 65535, 65536]) {
-  const body = new Uint8Array(size).fill(0xa5);
-  const record: AppendRecord = { kind: 1, timestamp: 1, body };
-  const viaEncoder = encodeFrame(1, record);
-  const inPlace = Buffer.alloc(binaryFrameLength(body));
-  writeBinaryFrameIn(new DataView(inPlace.buffer, inPlace.byteOffset, inPlace.length), inPlace, 0, 1, 1, 1, body);
-  assert(inPlace.equals(viaEncoder), '@msgpack/msgpack encodes binary other than writeBinaryFrameIn does: update record.ts');
+  return length;
 }
 
 /** Encodes one frame into a fresh buffer (tests, tools). */
