@@ -19,7 +19,7 @@ const sections = [
   ['Overview', '/api/overview', (d) => [{ uptimeSeconds: d.uptimeSeconds, nextLsn: d.log.nextLsn, durableLsn: d.log.durableLsn, bytes: d.log.bytes, sessions: d.sessions.total, connected: d.sessions.connected, queues: d.queues.total }]],
   ['Sessions', '/api/sessions', (d) => d.sessions.map((s) => ({ ...s, subscriptions: s.subscriptions.map((x) => x.filter + ' q' + x.qos).join(', ') }))],
   ['Queues', '/api/queues', (d) => d.queues],
-  ['Exchanges', '/api/exchanges', (d) => d.exchanges],
+  ['Exchanges', '/api/exchanges', (d) => d.exchanges.map((x) => ({ ...x, name: x.name === '' ? '(AMQP default)' : x.name }))],
   ['Bindings', '/api/bindings', (d) => d.bindings],
   ['Collections', '/api/collections', (d) => d.collections],
 ];
