@@ -37,17 +37,10 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 
 async function broker(dir: string): Promise<BrokerProcess> {
   const running = await startBroker(dir, ['--mqtt-port', 'off', '--http-port', 'off']);
-  cleanups.push(() => killNine(running));
+  cleanups.push(() => running.kill());
   return running;
 }
 
-async function killNine(running: BrokerProcess): Promise<void> {
-  const { child } = running;
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGKILL');
-  await exited;
-}
 
 /** Closing a connection to a dead broker can hang or reject: bound it and swallow the outcome. */
 async function closeQuietly(model: ChannelModel): Promise<void> {
@@ -146,7 +139,7 @@ async function loadRound(running: BrokerProcess, round: number, random: () => nu
   }
   await sleep(loadBeforeKillMsMin + random() * loadBeforeKillMsSpread);
   const killedAt = performance.now();
-  await killNine(running);
+  await running.kill();
   for (const publisher of publishers) publisher.stop();
   await Promise.race([Promise.all(publishers.map((p) => p.done)), sleep(closeTimeoutMs)]);
   await Promise.all(models.map((model) => closeQuietly(model)));

@@ -18,22 +18,10 @@ afterEach(async () => {
 
 async function broker(dir: string): Promise<BrokerProcess> {
   const running = await startBroker(dir, ['--mqtt-port', 'off', '--http-port', 'off']);
-  cleanups.push(() => killNine(running));
+  cleanups.push(() => running.kill());
   return running;
 }
 
-/**
- * SIGKILL and wait for the exit. (BrokerProcess.kill() awaits an 'exit'
- * listener that startBroker removes once the broker is ready, so it never
- * resolves; this listens afresh.)
- */
-async function killNine(running: BrokerProcess): Promise<void> {
-  const { child } = running;
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGKILL');
-  await exited;
-}
 
 async function connect(port: number): Promise<ChannelModel> {
   const connection = await amqp.connect(`amqp://127.0.0.1:${port}`);
@@ -66,7 +54,7 @@ describe('AMQP across kill -9', () => {
     channel.ack(first);
     await sleep(300); // the ack record is written without a waiter: give it its fsync
 
-    await killNine(running);
+    await running.kill();
     running = await broker(data.dir);
     expect(running.output.join('\n')).toMatch(/AMQP recovered 1 durable queues, 3 messages/);
 
