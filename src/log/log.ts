@@ -212,10 +212,12 @@ export class SegmentedLog {
     if (snapshotLsn === undefined) return { removed: [], archived: [] };
     if (this.settings.retentionMs !== undefined) this.learnTimestamps(snapshotLsn);
     const candidates = this.segmentList.map((s) => ({ bytes: s.bytes, firstLsn: s.firstLsn, lastLsn: s.lastLsn, maxTimestamp: s.timestamps?.max }));
-    const count = countRemovableSegments(candidates, snapshotLsn, this.settings, this.settings.clock());
+    // Snapshot files appear only by rename of a complete, fsynced temp file, so their names are trusted here.
+    const snapshots = listDataDirectory(dir).snapshots.filter((s) => s.lsn <= snapshotLsn);
+    const count = countRemovableSegments(candidates, snapshots.map((s) => s.lsn), this.settings, this.settings.clock());
     // Forget the segments first, so no read started from now on can reach them.
     const files = this.segmentList.splice(0, count).map((s) => s.file);
-    const obsoleteSnapshots = listDataDirectory(dir).snapshots.filter((s) => s.lsn < snapshotLsn && s.lsn + 1 < this.firstLsn).map((s) => s.file);
+    const obsoleteSnapshots = snapshots.filter((s) => s.lsn < snapshotLsn && s.lsn + 1 < this.firstLsn).map((s) => s.file);
     const result = await removeOrArchive(dir, archiveDir, [...files, ...obsoleteSnapshots]);
     if (files.length + obsoleteSnapshots.length > 0) logger.info({ ...result, firstLsn: this.firstLsn, snapshotLsn }, 'retention applied');
     return result;

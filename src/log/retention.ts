@@ -10,6 +10,13 @@
  *      configured, the window is the whole log and nothing is removed.
  * The last (active) segment is never removed, and only a prefix of the log
  * goes: a hole in the LSN chain would read as corruption.
+ *
+ * Point-in-time recovery to an LSN X needs a snapshot at or before X and the
+ * records after it. So the window is anchored on the newest snapshot A that
+ * lies before the window's first record W: only segments wholly at or before A
+ * go, and A stays (older snapshots become obsolete). Every LSN from A on stays
+ * restorable; without such a snapshot nothing goes, since only a replay from
+ * LSN 1 could reach the window's start.
  */
 import * as fs from 'node:fs';
 import { join } from 'node:path';
@@ -31,9 +38,20 @@ export interface RetentionCandidate {
   readonly maxTimestamp: number | undefined;
 }
 
-/** How many segments, counted from the oldest, may be removed. Pure. */
-export function countRemovableSegments(segments: readonly RetentionCandidate[], snapshotLsn: Lsn | undefined, policy: RetentionPolicy, now: number): number {
-  if (snapshotLsn === undefined) return 0;
+/** How many segments, counted from the oldest, may be removed, given the LSNs of the valid snapshots. Pure. */
+export function countRemovableSegments(segments: readonly RetentionCandidate[], snapshotLsns: readonly Lsn[], policy: RetentionPolicy, now: number): number {
+  const windowed = countOutsideWindow(segments, Math.max(0, ...snapshotLsns), policy, now);
+  if (windowed === 0) return 0;
+  const windowStart = segments[windowed]!.firstLsn;
+  const anchor = Math.max(0, ...snapshotLsns.filter((lsn) => lsn <= windowStart - 1));
+  let removable = 0;
+  while (removable < windowed && segments[removable]!.lastLsn <= anchor) removable++;
+  return removable;
+}
+
+/** Segments wholly covered by the newest snapshot and outside the window. */
+function countOutsideWindow(segments: readonly RetentionCandidate[], snapshotLsn: Lsn, policy: RetentionPolicy, now: number): number {
+  if (snapshotLsn === 0) return 0;
   if (policy.retentionBytes === undefined && policy.retentionMs === undefined) return 0;
   const newerBytes = new Array<number>(segments.length).fill(0);
   for (let i = segments.length - 2; i >= 0; i--) newerBytes[i] = newerBytes[i + 1]! + segments[i + 1]!.bytes;

@@ -42,8 +42,23 @@ const retentionCase: fc.Arbitrary<Case> = fc.record({
   reopen: fc.boolean(),
 });
 
-/** The model: how many leading segments may go. */
-function expectedRemovable(segments: readonly SegmentInfo[], timestamps: readonly number[], c: Case, snapshotLsn: number | undefined, now: number): number {
+/**
+ * The model: how many leading segments may go. First those wholly covered by
+ * the newest snapshot and outside the window; then only those at or before the
+ * newest snapshot that precedes the window's first record, so every LSN from
+ * that snapshot on stays restorable.
+ */
+function expectedRemovable(segments: readonly SegmentInfo[], timestamps: readonly number[], c: Case, snapshots: readonly number[], now: number): number {
+  const windowed = outsideWindow(segments, timestamps, c, snapshots.length === 0 ? undefined : Math.max(...snapshots), now);
+  if (windowed === 0) return 0;
+  const windowStart = segments[windowed]!.firstLsn;
+  const anchor = Math.max(0, ...snapshots.filter((lsn) => lsn < windowStart));
+  let count = 0;
+  while (count < windowed && segments[count]!.lastLsn <= anchor) count++;
+  return count;
+}
+
+function outsideWindow(segments: readonly SegmentInfo[], timestamps: readonly number[], c: Case, snapshotLsn: number | undefined, now: number): number {
   if (snapshotLsn === undefined || (c.retentionBytes === undefined && c.retentionMs === undefined)) return 0;
   let count = 0;
   for (let i = 0; i < segments.length - 1; i++) {
@@ -89,7 +104,8 @@ describe('retention', () => {
           log = await openWith(dir, c, now);
         }
         const before = log.segments();
-        const removable = expectedRemovable(before, timestamps, c, snapshotLsn, now);
+        const snapshots = [olderLsn, snapshotLsn].filter((lsn): lsn is number => lsn !== undefined);
+        const removable = expectedRemovable(before, timestamps, c, snapshots, now);
         const result = await log.applyRetention();
 
         const gone = before.slice(0, removable).map((s) => s.file);
