@@ -7,6 +7,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { TopicBindingIndex } from '../../src/core/binding-index.js';
 import { topicPatternMatches } from '../../src/core/topic-pattern.js';
+import { referencePatternMatches } from '../support/topic-references.js';
 
 const seed = Number(process.env['CAIRN_SEED'] ?? Date.now() % 2_147_483_647);
 console.log(`test/property/topic-binding-index: seed ${seed}`);
@@ -24,20 +25,6 @@ const operationArbitrary = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('removeQueue' as const), queue: queueArbitrary }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('match' as const), routingKey: routingKeyArbitrary }) },
 );
-
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
-
-/** Every key word is preceded by '.', so "" (zero words) and "." (two empty words) differ. */
-function referencePatternMatches(routingKey: string, pattern: string): boolean {
-  const dottedKey = routingKey === '' ? '' : `.${routingKey}`;
-  const patternWords = pattern === '' ? [] : pattern.split('.');
-  const source = patternWords
-    .map((word) => (word === '#' ? '(?:\\.[^.]*)*' : word === '*' ? '\\.[^.]*' : `\\.${escapeRegExp(word)}`))
-    .join('');
-  return new RegExp(`^${source}$`).test(dottedKey);
-}
 
 class BindingListModel {
   bindings: Array<{ pattern: string; queue: string }> = [];

@@ -6,6 +6,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { topicMatchesFilter, validateTopicFilter, validateTopicName } from '../../src/core/topic-filter.js';
+import { referenceMatches } from '../support/topic-references.js';
 
 // Print the seed so a failure can be replayed with CAIRN_SEED=<seed>.
 const seed = Number(process.env['CAIRN_SEED'] ?? Date.now() % 2_147_483_647);
@@ -28,20 +29,6 @@ function referenceFilterIsValid(filter: string): boolean {
 
 function referenceTopicNameIsValid(topic: string): boolean {
   return topic.length > 0 && !topic.includes('\u0000') && isWellFormedUtf8(topic) && !/[+#]/.test(topic);
-}
-
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
-
-function referenceMatches(topic: string, filter: string): boolean {
-  if (topic.startsWith('$') && /^[+#]/.test(filter)) return false;
-  let source = '';
-  filter.split('/').forEach((level, index) => {
-    if (level === '#') source += index === 0 ? '[\\s\\S]*' : '(?:/[\\s\\S]*)?';
-    else source += (index === 0 ? '' : '/') + (level === '+' ? '[^/]*' : escapeRegExp(level));
-  });
-  return new RegExp(`^${source}$`).test(topic);
 }
 
 // A single empty level would be the empty topic, which is invalid [MQTT-4.7.3-1].

@@ -7,6 +7,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { topicPatternMatches } from '../../src/core/topic-pattern.js';
+import { referencePatternMatches } from '../support/topic-references.js';
 
 const seed = Number(process.env['CAIRN_SEED'] ?? Date.now() % 2_147_483_647);
 console.log(`test/property/topic-pattern: seed ${seed}`);
@@ -16,20 +17,6 @@ const runs = { seed, numRuns: 2_000 } as const;
 const keyWordArbitrary = fc.constantFrom('', '', 'a', 'b', 'eu', 'error', 'a*', '*', '#');
 /** Pattern words: the wildcards often, and words that merely contain them. */
 const patternWordArbitrary = fc.constantFrom('', 'a', 'b', 'eu', 'error', 'a*', '#b', '*', '*', '#', '#');
-
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
-
-/** RabbitMQ's reading of a topic routing key or pattern: "" is zero words. */
-function referencePatternMatches(routingKey: string, pattern: string): boolean {
-  const dottedKey = routingKey === '' ? '' : `.${routingKey}`;
-  const patternWords = pattern === '' ? [] : pattern.split('.');
-  const source = patternWords
-    .map((word) => (word === '#' ? '(?:\\.[^.]*)*' : word === '*' ? '\\.[^.]*' : `\\.${escapeRegExp(word)}`))
-    .join('');
-  return new RegExp(`^${source}$`).test(dottedKey);
-}
 
 const keyWordsArbitrary = fc.array(keyWordArbitrary, { maxLength: 6 });
 

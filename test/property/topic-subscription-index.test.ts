@@ -6,6 +6,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SubscriptionIndex } from '../../src/core/subscription-index.js';
+import { referenceMatches } from '../support/topic-references.js';
 
 const seed = Number(process.env['CAIRN_SEED'] ?? Date.now() % 2_147_483_647);
 console.log(`test/property/topic-subscription-index: seed ${seed}`);
@@ -31,21 +32,6 @@ const operationArbitrary = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('removeAll' as const), subscriber: subscriberArbitrary }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('match' as const), topic: topicArbitrary }) },
 );
-
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
-
-/** Matching as a regular expression, independent of the trie and of topicMatchesFilter. */
-function referenceMatches(topic: string, filter: string): boolean {
-  if (topic.startsWith('$') && /^[+#]/.test(filter)) return false;
-  let source = '';
-  filter.split('/').forEach((level, index) => {
-    if (level === '#') source += index === 0 ? '[\\s\\S]*' : '(?:/[\\s\\S]*)?';
-    else source += (index === 0 ? '' : '/') + (level === '+' ? '[^/]*' : escapeRegExp(level));
-  });
-  return new RegExp(`^${source}$`).test(topic);
-}
 
 /** The model: a flat list, one entry per (subscriber, filter). */
 class SubscriptionListModel {
