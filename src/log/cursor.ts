@@ -6,13 +6,15 @@
  * its bytes stay in `buffer` at `frameStart` until the next call to next().
  *
  * It only reports; what a bad frame means (torn tail or corruption) is
- * decided by recovery.ts.
+ * decided by recovery.ts. Zero-filled space after the last frame is the end
+ * of the segment, not a bad frame (see zero-tail.ts).
  */
 import * as fs from 'node:fs';
 import { nextChunkOwner } from './checksum.js';
 import {
   chunkFrameChecksumMatches, frameBytesMin, frameKindIn, frameLength, frameLengthIn, frameLsn, frameLsnIn, frameTimestampIn, isPlausibleFrameLength, type Lsn,
 } from './record.js';
+import { nonZeroEnd } from './zero-tail.js';
 
 export const cursorFrame = 0;
 export const cursorEnd = 1;
@@ -60,8 +62,8 @@ export class SegmentCursor {
     private readonly fd: number,
     /** File offset of the next frame. */
     private position: number,
-    /** Frames end here (the file size, or the bytes written when the scan started). */
-    private readonly end: number,
+    /** Frames end here (the file size, or the bytes written when the scan started); moved back to a zero tail's start. */
+    private end: number,
     private expectedLsn: Lsn,
     chunkBytes = readChunkBytes,
   ) {
@@ -107,6 +109,11 @@ export class SegmentCursor {
   }
 
   private fail(reason: string, length: number | undefined, checksumValid: boolean): CursorStatus {
+    // Only zeros from here on: zero-filled space after the last frame (zero-tail.ts), the segment's end.
+    if (nonZeroEnd(this.fd, this.position, this.end) === this.position) {
+      this.end = this.position;
+      return cursorEnd;
+    }
     this.bad = { offset: this.position, lsn: this.expectedLsn, reason, length, checksumValid };
     return cursorBad;
   }
@@ -155,15 +162,17 @@ export function isValidFrameAt(fd: number, offset: number, end: number, expected
  * rather than its torn end, even when the bad frame's own length field is the
  * damaged part. Runs only when recovery or verify met a bad frame. The cheap
  * tests (plausible length, LSN in the range the remaining bytes could hold)
- * reject almost every offset before a checksum is computed.
+ * reject almost every offset before a checksum is computed. Frames may run up
+ * to `end`; only offsets before `startsBefore` are tried (a zero-filled end
+ * holds no frame start).
  */
-export function findValidFrameAfter(fd: number, from: number, end: number, afterLsn: Lsn): { offset: number; lsn: Lsn } | undefined {
+export function findValidFrameAfter(fd: number, from: number, end: number, afterLsn: Lsn, startsBefore = end): { offset: number; lsn: Lsn } | undefined {
   const probeBytes = 20;
   const lsnMax = afterLsn + Math.ceil((end - from) / frameBytesMin);
   const chunk = Buffer.allocUnsafe(readChunkBytes);
-  for (let chunkStart = from; chunkStart + probeBytes <= end; chunkStart += chunk.length - probeBytes) {
+  for (let chunkStart = from; chunkStart + probeBytes <= end && chunkStart < startsBefore; chunkStart += chunk.length - probeBytes) {
     const bytes = fs.readSync(fd, chunk, 0, Math.min(chunk.length, end - chunkStart), chunkStart);
-    for (let at = 0; at + probeBytes <= bytes; at++) {
+    for (let at = 0; at + probeBytes <= bytes && chunkStart + at < startsBefore; at++) {
       const lsn = frameLsn(chunk, at);
       if (lsn <= afterLsn || lsn > lsnMax || !isPlausibleFrameLength(frameLength(chunk, at))) continue;
       if (isValidFrameAt(fd, chunkStart + at, end, lsn)) return { offset: chunkStart + at, lsn };

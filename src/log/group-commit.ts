@@ -20,6 +20,9 @@
  * durable, so a segment is complete on disk before its successor exists
  * (recovery treats any bad record in a non-last segment as corruption).
  *
+ * On the real file system the active segment is zero-filled ahead of the
+ * writer in the background (zero-fill.ts), so each fdatasync is a data flush.
+ *
  * A failed write or sync is fatal (see errors.ts: LogFailedError): every
  * outstanding promise rejects and every later append is refused.
  */
@@ -30,11 +33,14 @@ import { LogClosedError, toLogFailedError, type LogFailedError } from './errors.
 import { nodeFileSystem, writeFully, type LogFileSystem } from './file-system.js';
 import { assertFramesIntact, checkAppendRecord, encodeBody, frameHeaderBytes, writeFrameIn, type AppendRecord, type Lsn } from './record.js';
 import type { SegmentState } from './segment.js';
+import { ZeroFill, type ZeroFillSizes } from './zero-fill.js';
 
 export interface ActiveSegment {
   readonly fd: number;
   /** Updated as writes complete: bytes, lastLsn, timestamps. */
   readonly state: SegmentState;
+  /** The file's size when it became active: zeros from state.bytes up to here. */
+  readonly fileBytes: number;
 }
 
 export interface GroupCommitOptions {
@@ -48,6 +54,8 @@ export interface GroupCommitOptions {
   readonly logger: Logger;
   /** Told after every fdatasync: how long it took and how many records it made durable (metrics). */
   readonly onSync: ((seconds: number, records: number) => void) | undefined;
+  /** Keep the active segment zero-filled ahead of the writer (zero-fill.ts); undefined: don't. */
+  readonly zeroFill: ZeroFillSizes | undefined;
 }
 
 interface Waiter {
@@ -86,12 +94,20 @@ export class GroupCommit {
   private pumpScheduled = false;
   private idleCallbacks: (() => void)[] = [];
   private active: ActiveSegment;
+  private readonly zeroFill: ZeroFill | undefined;
 
   constructor(private readonly options: GroupCommitOptions) {
     this.nextLsnValue = options.nextLsn;
     this.writtenLsnValue = options.nextLsn - 1;
     this.durableLsnValue = options.nextLsn - 1;
     this.active = options.active;
+    if (options.zeroFill !== undefined) {
+      this.zeroFill = new ZeroFill(options.zeroFill, options.logger, () => {
+        this.pump();
+        this.notifyIfIdle();
+      });
+      this.startZeroFill(this.active);
+    }
   }
 
   get nextLsn(): Lsn {
@@ -156,7 +172,7 @@ export class GroupCommit {
   async close(): Promise<void> {
     this.closed = true;
     if (this.failure === undefined) await this.waitDurable(this.nextLsnValue - 1).catch(() => undefined);
-    if (this.writing || this.syncing) await new Promise<void>((resolve) => this.idleCallbacks.push(resolve));
+    if (!this.idle()) await new Promise<void>((resolve) => this.idleCallbacks.push(resolve));
   }
 
   private refusal(): Error | undefined {
@@ -195,6 +211,8 @@ export class GroupCommit {
     if (this.writing || this.failure !== undefined || this.pending.length === 0) return;
     if (this.syncing && !this.options.pipeline) return;
     if (this.needsRoll()) return this.rollWhenDurable();
+    // The fill's completion pumps again.
+    if (this.zeroFill?.blocks(this.active.state.bytes + this.pending.length) === true) return;
     const batch = this.pending;
     assert(batch.firstLsn === this.writtenLsnValue + 1, 'a batch does not start right after the last written LSN');
     assertFramesIntact(batch.buffer, batch.length, batch.firstLsn);
@@ -214,6 +232,7 @@ export class GroupCommit {
     if (error !== null) return this.fail(error, 'segment write');
     batch.noteWrittenTo(segment.state);
     this.writtenLsnValue = batch.lastLsn;
+    this.zeroFill?.topUp(segment.state.bytes);
     if (batch.buffer.length <= batchBytesRetainedMax) {
       batch.reset();
       this.spare = batch;
@@ -247,13 +266,14 @@ export class GroupCommit {
   }
 
   private rollWhenDurable(): void {
-    // The sync completion calls pump again, which comes back here.
-    if (this.syncing || this.durableLsnValue < this.writtenLsnValue) return;
+    // The sync (or fill) completion calls pump again, which comes back here.
+    if (this.syncing || this.zeroFill?.busy === true || this.durableLsnValue < this.writtenLsnValue) return;
     this.writing = true;
     this.options.roll(this.writtenLsnValue + 1, this.active).then(
       (segment) => {
         this.active = segment;
         this.writing = false;
+        this.startZeroFill(segment);
         this.pump();
         this.notifyIfIdle();
       },
@@ -298,8 +318,17 @@ export class GroupCommit {
     this.notifyIfIdle();
   }
 
+  private startZeroFill(segment: ActiveSegment): void {
+    this.zeroFill?.attach(segment.fd, segment.fileBytes);
+    this.zeroFill?.topUp(segment.state.bytes);
+  }
+
+  private idle(): boolean {
+    return !this.writing && !this.syncing && this.zeroFill?.busy !== true;
+  }
+
   private notifyIfIdle(): void {
-    if (this.writing || this.syncing || this.idleCallbacks.length === 0) return;
+    if (!this.idle() || this.idleCallbacks.length === 0) return;
     const callbacks = this.idleCallbacks;
     this.idleCallbacks = [];
     for (const callback of callbacks) callback();

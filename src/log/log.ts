@@ -23,6 +23,7 @@ import type { AppendRecord, LogRecord, Lsn } from './record.js';
 import { countRemovableSegments, removeOrArchive } from './retention.js';
 import { createSegment, fsyncDirectory, listDataDirectory, segmentFileName, segmentHeaderBytes, toSegmentInfo, type SegmentInfo, type SegmentState } from './segment.js';
 import { loadNewestValidSnapshot, writeSnapshotFile, type Snapshot } from './snapshot.js';
+import { zeroBuffer, zeroFillSizes, type ZeroFillSizes } from './zero-fill.js';
 
 export interface LogOptions {
   dir: string;
@@ -43,6 +44,8 @@ export interface LogOptions {
   pipeline?: boolean;
   /** Told after every fdatasync: its duration and the records it made durable (for metrics). */
   onSync?: (seconds: number, records: number) => void;
+  /** Keep the active segment zero-filled ahead of the writer (zero-fill.ts). Default true; off with an injected fileSystem. */
+  preallocate?: boolean;
 }
 
 export const segmentBytesMaxDefault = 64 * 1024 * 1024;
@@ -61,11 +64,14 @@ interface Settings {
   readonly fileSystem: LogFileSystem;
   readonly pipeline: boolean;
   readonly onSync: ((seconds: number, records: number) => void) | undefined;
+  readonly zeroFill: ZeroFillSizes | undefined;
 }
 
 const closeAsync = promisify(fs.close);
 const openAsync = promisify(fs.open);
 const fsyncAsync = promisify(fs.fsync);
+const fstatAsync = promisify(fs.fstat);
+const ftruncateAsync = promisify(fs.ftruncate);
 const unlinkAsync = promisify(fs.unlink);
 
 export class SegmentedLog {
@@ -77,18 +83,20 @@ export class SegmentedLog {
     private readonly settings: Settings,
     private readonly segmentList: SegmentState[],
     activeFd: number,
+    activeFileBytes: number,
     private newestSnapshotLsn: Lsn | undefined,
   ) {
     const last = segmentList[segmentList.length - 1]!;
     this.commit = new GroupCommit({
       nextLsn: last.lastLsn + 1,
-      active: { fd: activeFd, state: last },
+      active: { fd: activeFd, state: last, fileBytes: activeFileBytes },
       segmentBytesMax: settings.segmentBytesMax,
       roll: (firstLsn, previous) => this.roll(firstLsn, previous),
       fileSystem: settings.fileSystem,
       pipeline: settings.pipeline,
       logger: settings.logger,
       onSync: settings.onSync,
+      zeroFill: settings.zeroFill,
     });
   }
 
@@ -102,9 +110,11 @@ export class SegmentedLog {
     if (listing.segments.length === 0) {
       const others = [...listing.snapshots.map((s) => s.file), ...listing.snapshotTemporaries, ...listing.foreign];
       if (others.length > 0) throw new NotACairnLogError(dir, others);
-      const fd = await createSegment(dir, 1);
+      const zeros = initialZeros(settings);
+      const fd = await createSegment(dir, 1, zeros === undefined ? {} : { zeros });
       logger.info({ dir }, 'created a new log');
-      return new SegmentedLog(settings, [{ file: segmentFileName(1), firstLsn: 1, lastLsn: 0, bytes: segmentHeaderBytes, timestamps: undefined }], fd, undefined);
+      const state = { file: segmentFileName(1), firstLsn: 1, lastLsn: 0, bytes: segmentHeaderBytes, timestamps: undefined };
+      return new SegmentedLog(settings, [state], fd, segmentHeaderBytes + (zeros?.length ?? 0), undefined);
     }
     const foreign = listing.foreign.filter((name) => settings.archiveDir === undefined || join(dir, name) !== join(settings.archiveDir));
     if (foreign.length > 0) logger.warn({ dir, files: foreign }, 'the log directory holds files that are not part of the log; leaving them alone');
@@ -116,8 +126,9 @@ export class SegmentedLog {
     // Everything on disk now counts as durable: make it so (the crash may have come before the last fdatasync).
     const fd = await openAsync(join(dir, last.file), 'r+');
     await fsyncAsync(fd);
+    const { size } = await fstatAsync(fd);
     logger.info({ dir, segments: segments.length, firstLsn: segments[0]!.firstLsn, nextLsn: last.lastLsn + 1, snapshotLsn: snapshot?.lsn, tornTail }, 'opened the log');
-    return new SegmentedLog(settings, segments, fd, snapshot?.lsn);
+    return new SegmentedLog(settings, segments, fd, size, snapshot?.lsn);
   }
 
   /** The LSN the next appended record will get. */
@@ -198,12 +209,18 @@ export class SegmentedLog {
   }
 
   private async roll(firstLsn: Lsn, previous: ActiveSegment): Promise<ActiveSegment> {
-    const fd = await createSegment(this.settings.dir, firstLsn);
+    // A sealed segment ends with its last frame: its zero-filled space goes, durably, before the next segment exists.
+    if ((await fstatAsync(previous.fd)).size > previous.state.bytes) {
+      await ftruncateAsync(previous.fd, previous.state.bytes);
+      await fsyncAsync(previous.fd);
+    }
+    const zeros = initialZeros(this.settings);
+    const fd = await createSegment(this.settings.dir, firstLsn, zeros === undefined ? {} : { zeros });
     const state: SegmentState = { file: segmentFileName(firstLsn), firstLsn, lastLsn: firstLsn - 1, bytes: segmentHeaderBytes, timestamps: undefined };
     this.segmentList.push(state);
     await closeAsync(previous.fd);
     this.settings.logger.debug({ segment: state.file, previous: previous.state.file, previousBytes: previous.state.bytes }, 'rolled to a new segment');
-    return { fd, state };
+    return { fd, state, fileBytes: segmentHeaderBytes + (zeros?.length ?? 0) };
   }
 
   private async retain(): Promise<{ removed: string[]; archived: string[] }> {
@@ -251,6 +268,8 @@ function resolveSettings(options: LogOptions): Settings {
     const value = options[name];
     if (value !== undefined && !(Number.isSafeInteger(value) && value >= 0)) throw new LogError('EINVALIDARGUMENT', `${name} must be a non-negative integer, got ${String(value)}`);
   }
+  const fileSystem = options.fileSystem ?? nodeFileSystem;
+  const preallocate = (options.preallocate ?? true) && fileSystem === nodeFileSystem;
   return {
     dir: options.dir,
     segmentBytesMax,
@@ -259,10 +278,16 @@ function resolveSettings(options: LogOptions): Settings {
     retentionMs: options.retentionMs,
     logger: options.logger ?? silentLogger(),
     clock: options.clock ?? Date.now,
-    fileSystem: options.fileSystem ?? nodeFileSystem,
+    fileSystem,
     pipeline: options.pipeline ?? true,
     onSync: options.onSync,
+    zeroFill: preallocate ? zeroFillSizes(segmentBytesMax) : undefined,
   };
+}
+
+/** The zeros a new segment gets with its header, when zero fill is on. */
+function initialZeros(settings: Settings): Buffer | undefined {
+  return settings.zeroFill === undefined ? undefined : zeroBuffer(settings.zeroFill.leadBytes).subarray(0, settings.zeroFill.leadBytes);
 }
 
 /** Replay starts at the newest valid snapshot; the log must hold every record after it. */

@@ -98,7 +98,13 @@ function inspectLastSegment(dir: string, segment: ReaderSegment): TornTail | und
   const scan = scanSegment(dir, segment.file, segment.firstLsn, segment.bytes);
   segment.lastLsn = scan.lastLsn;
   segment.timestamps = scan.timestamps;
-  if (scan.bad === undefined || judgeBadFrame(true, scan.bad, scan.resumesAt !== undefined) === 'corrupt') return undefined;
+  if (scan.bad === undefined) {
+    // Zero-filled space after the frames is not log data.
+    segment.bytes = scan.validBytes;
+    segment.readLimit = scan.validBytes;
+    return undefined;
+  }
+  if (judgeBadFrame(true, scan.bad, scan.resumesAt !== undefined) === 'corrupt') return undefined;
   // Read up to the torn tail, like recovery would leave it; a corrupt frame is left in range so read() reports it.
   segment.readLimit = scan.validBytes;
   return { segment: segment.file, lsn: scan.bad.lsn, bytesDropped: segment.bytes - scan.validBytes, reason: scan.bad.reason };

@@ -5,6 +5,8 @@
  *
  *   where          what                                              verdict
  *   -------------  ------------------------------------------------  ---------------------------------
+ *   any segment    frames end where every byte to the end of the     the end of the segment: zero-filled
+ *                  file is zero                                      space (zero-tail.ts), kept as is
  *   any segment    complete header, wrong magic / checksum /         SegmentHeaderError
  *                  version / first LSN
  *   non-last       header shorter than 32 bytes                      SegmentHeaderError
@@ -37,6 +39,7 @@ import type { Logger } from '../logger.js';
 import { cursorFrame, findValidFrameAfter, SegmentCursor, type BadFrame } from './cursor.js';
 import { CorruptRecordError, LogInconsistentError } from './errors.js';
 import type { Lsn } from './record.js';
+import { nonZeroEnd } from './zero-tail.js';
 import { decodeSegmentHeader, encodeSegmentHeader, readSegmentHeaderSync, segmentHeaderBytes, type SegmentState, type SegmentTimestamps } from './segment.js';
 
 export interface TornTail {
@@ -50,6 +53,7 @@ export interface TornTail {
 export interface SegmentScan {
   readonly lastLsn: Lsn;
   readonly records: number;
+  /** Where the valid frames end. */
   readonly validBytes: number;
   readonly fileBytes: number;
   readonly timestamps: SegmentTimestamps | undefined;
@@ -74,9 +78,11 @@ export function scanSegment(dir: string, file: string, firstLsn: Lsn, fileBytes:
         if (t > timestamps.max) timestamps.max = t;
       }
     }
+    const validBytes = cursor.validEnd;
     const bad = cursor.bad;
-    const resumesAt = bad === undefined ? undefined : findValidFrameAfter(fd, bad.offset + 1, fileBytes, bad.lsn);
-    return { lastLsn: cursor.nextLsn - 1, records, validBytes: cursor.validEnd, fileBytes, timestamps, bad, resumesAt };
+    // No frame starts at or past the last non-zero byte: the search stops there, not at the end of a zero-filled file.
+    const resumesAt = bad === undefined ? undefined : findValidFrameAfter(fd, bad.offset + 1, fileBytes, bad.lsn, nonZeroEnd(fd, validBytes, fileBytes));
+    return { lastLsn: cursor.nextLsn - 1, records, validBytes, fileBytes, timestamps, bad, resumesAt };
   } finally {
     fs.closeSync(fd);
   }
@@ -148,14 +154,15 @@ function recoverLastSegment(dir: string, segment: SegmentState, logger: Logger):
   const scan = scanSegment(dir, segment.file, segment.firstLsn, segment.bytes);
   segment.lastLsn = scan.lastLsn;
   segment.timestamps = scan.timestamps;
+  // The zero-filled space after the frames stays: appends go on at validBytes.
+  segment.bytes = scan.validBytes;
   if (scan.bad === undefined) return undefined;
   if (judgeBadFrame(true, scan.bad, scan.resumesAt !== undefined) === 'corrupt') {
     const after = scan.resumesAt === undefined ? '' : `, and valid records resume at LSN ${scan.resumesAt.lsn} (byte offset ${scan.resumesAt.offset})`;
     throw new CorruptRecordError(segment.file, scan.bad.lsn, scan.bad.offset, scan.bad.reason + after);
   }
-  const torn: TornTail = { segment: segment.file, lsn: scan.bad.lsn, bytesDropped: segment.bytes - scan.validBytes, reason: scan.bad.reason };
+  const torn: TornTail = { segment: segment.file, lsn: scan.bad.lsn, bytesDropped: scan.fileBytes - scan.validBytes, reason: scan.bad.reason };
   truncateDurably(join(dir, segment.file), scan.validBytes);
-  segment.bytes = scan.validBytes;
   logger.warn(torn, `torn tail truncated: dropped ${torn.bytesDropped} bytes from LSN ${torn.lsn} on (never acknowledged: they were not yet fsynced)`);
   return torn;
 }

@@ -166,11 +166,13 @@ export async function fsyncDirectory(dir: string): Promise<void> {
  * makes the header and the directory entry durable, and returns a read-write
  * descriptor positioned by the caller (writes are positional).
  */
-export async function createSegment(dir: string, firstLsn: Lsn, options: { replaceTorn?: boolean } = {}): Promise<number> {
+export async function createSegment(dir: string, firstLsn: Lsn, options: { replaceTorn?: boolean; zeros?: Buffer } = {}): Promise<number> {
   const fd = await openAsync(join(dir, segmentFileName(firstLsn)), options.replaceTorn === true ? 'w+' : 'wx+');
   try {
     const header = encodeSegmentHeader(firstLsn);
     await writeAsync(fd, header, 0, header.length, 0);
+    // Zero-filled space after the header (zero-fill.ts) rides on the same fsync.
+    if (options.zeros !== undefined) await writeAsync(fd, options.zeros, 0, options.zeros.length, header.length);
     await fsyncAsync(fd);
     await fsyncDirectory(dir);
     return fd;

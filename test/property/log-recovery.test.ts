@@ -65,6 +65,12 @@ function captureLogger(): { logger: Logger; warnings: Record<string, unknown>[] 
   return { logger, warnings };
 }
 
+function writeAt(path: string, offset: number, bytes: Uint8Array): void {
+  const fd = fs.openSync(path, 'r+');
+  fs.writeSync(fd, bytes, 0, bytes.length, offset);
+  fs.closeSync(fd);
+}
+
 function flipByte(path: string, offset: number, xor: number): void {
   const fd = fs.openSync(path, 'r+');
   const byte = Buffer.alloc(1);
@@ -117,9 +123,11 @@ describe('torn tail recovery', () => {
         const { placed } = await buildLog(dir, records, 1 << 20);
         const tail = placed[placed.length - 1]!;
         flipByte(join(dir, tail.segment), tail.start + (byteSeed % (tail.end - tail.start)), xor);
+        // Truncation drops the torn record and the zero-filled space after it.
+        const fileBytes = fs.statSync(join(dir, tail.segment)).size;
         const { logger, warnings } = captureLogger();
         const log = await expectRecords(dir, records.length - 1, logger);
-        expect(warnings.some((w) => w['lsn'] === tail.lsn && w['bytesDropped'] === tail.end - tail.start)).toBe(true);
+        expect(warnings.some((w) => w['lsn'] === tail.lsn && w['bytesDropped'] === fileBytes - tail.start)).toBe(true);
         await log.close();
         fs.rmSync(dir, { recursive: true });
       }),
@@ -218,7 +226,8 @@ describe('recovery decision table, one example per remaining row', () => {
   it('an intact frame with the wrong LSN at the end of the last segment is corruption, not a torn tail', async () => {
     const dir = freshDir();
     const { segments } = await buildLog(dir, someRecords, 1 << 20);
-    fs.appendFileSync(join(dir, segments[0]!.file), encodeFrame(42, { kind: 1, timestamp: 0, body: 'misplaced' }));
+    // Right after the last frame, in the zero-filled space.
+    writeAt(join(dir, segments[0]!.file), segments[0]!.bytes, encodeFrame(42, { kind: 1, timestamp: 0, body: 'misplaced' }));
     await expect(SegmentedLog.open({ dir })).rejects.toThrow(/holds LSN 42 where 7 was expected/);
   });
 
