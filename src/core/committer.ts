@@ -5,9 +5,10 @@
  * the log, in the log's order.
  *
  * `commit` returns the durability promise for acks; `commitQuietly` is for
- * records nobody waits for (consumer acks, deliveries), whose failure is
- * logged once and otherwise only matters because the log refuses all further
- * appends. `settleLater` coalesces acks and deliveries made in one tick into
+ * records nobody waits for (consumer acks, deliveries): appended lazy (their
+ * fdatasync may wait for the next one, see group-commit.ts), their failure
+ * logged once and otherwise only mattering because the log refuses all
+ * further appends. `settleLater` coalesces acks and deliveries made in one tick into
  * one record per destination.
  *
  * `commitDeferred` lets the publishes of one socket read share one append:
@@ -31,6 +32,8 @@ export interface PendingRecord {
 export function record<K extends RecordKindName>(kind: K, body: BodyOf[K]): PendingRecord {
   return { kind: RecordKind[kind], body };
 }
+
+const lazyAppend = { lazy: true };
 
 export class LogFailedError extends Error {
   override readonly name = 'LogFailedError';
@@ -106,7 +109,7 @@ export class Committer {
   }
 
   /** The log assigns the LSNs synchronously, in call order; apply runs right after under the same LSNs. */
-  private appendAndApply(records: readonly PendingRecord[]): Promise<unknown> {
+  private appendAndApply(records: readonly PendingRecord[], lazy = false): Promise<unknown> {
     const timestamp = this.clock();
     const firstLsn = this.log.nextLsn;
     // One object per record serves both the append (kind, timestamp, body) and apply (plus its LSN).
@@ -115,7 +118,7 @@ export class Committer {
       const r = records[i]!;
       stamped[i] = { lsn: firstLsn + i, timestamp, kind: r.kind, body: r.body } as BrokerRecord;
     }
-    const appended = this.log.append(stamped);
+    const appended = lazy ? this.log.append(stamped, lazyAppend) : this.log.append(stamped);
     for (let i = 0; i < stamped.length; i++) apply(this.state, stamped[i]!);
     this.recordsSinceSnapshot += stamped.length;
     this.lastAppended = appended;
@@ -128,7 +131,10 @@ export class Committer {
   }
 
   commitQuietly(records: readonly PendingRecord[]): void {
-    this.commit(records).catch((error: unknown) => this.logger.error({ err: error }, 'a record nobody waits for could not be made durable'));
+    const logged = (error: unknown): void => this.logger.error({ err: error }, 'a record nobody waits for could not be made durable');
+    if (this.log.failed) return logged(this.failedError());
+    this.flushSettled();
+    this.appendAndApply(records, true).catch(logged);
   }
 
   /** Resolves when everything committed so far is durable (or failed). */

@@ -11,8 +11,8 @@ export interface CoreAppendRecord {
 export interface RecordLog {
   /** The LSN the next appended record gets; appends take LSNs synchronously, in call order. */
   readonly nextLsn: number;
-  /** Resolves once the records are durable. */
-  append(records: readonly CoreAppendRecord[]): Promise<number[]>;
+  /** Resolves once the records are durable; `lazy` ones may wait a little for their fdatasync (nobody waits on them). */
+  append(records: readonly CoreAppendRecord[], options?: { lazy?: boolean }): Promise<number[]>;
   readonly failed: Error | undefined;
 }
 

@@ -78,6 +78,11 @@ const batchBytesRetainedMax = 4 * 1024 * 1024;
 const syncWriteBytesMax = 16 * 1024;
 // Resolved waiters are compacted away once this many have accumulated at the head of the queue.
 const waiterCompactionThreshold = 1024;
+// Records appended with `lazy` (nobody answers a client on their durability: consumer acks,
+// deliveries) are written at once, like any record, so a killed process never loses them; their
+// fdatasync waits for the next one somebody needs, or this long. In a publish → deliver → ack
+// loop that halves the fdatasyncs: the ack rides on the next publish's.
+export const lazySyncDelayMs = 10;
 
 export class GroupCommit {
   private nextLsnValue: Lsn;
@@ -91,6 +96,9 @@ export class GroupCommit {
   private waiterHead = 0;
   private writing = false;
   private syncing = false;
+  /** The newest LSN somebody waits on (not lazy): a sync starts only while it is not durable. */
+  private urgentLsn: Lsn;
+  private lazySyncTimer: NodeJS.Timeout | undefined;
   private pumpScheduled = false;
   private idleCallbacks: (() => void)[] = [];
   private active: ActiveSegment;
@@ -100,6 +108,7 @@ export class GroupCommit {
     this.nextLsnValue = options.nextLsn;
     this.writtenLsnValue = options.nextLsn - 1;
     this.durableLsnValue = options.nextLsn - 1;
+    this.urgentLsn = options.nextLsn - 1;
     this.active = options.active;
     if (options.zeroFill !== undefined) {
       this.zeroFill = new ZeroFill(options.zeroFill, options.logger, () => {
@@ -136,10 +145,12 @@ export class GroupCommit {
       return Promise.reject(error as Error);
     }
     this.nextLsnValue = lsn + 1;
+    this.urgentLsn = lsn;
     return this.enqueue<Lsn>(lsn, lsn);
   }
 
-  append(records: readonly AppendRecord[]): Promise<Lsn[]> {
+  /** `lazy`: nobody waits on these to answer a client; their fdatasync may wait (see lazySyncDelayMs). */
+  append(records: readonly AppendRecord[], lazy = false): Promise<Lsn[]> {
     const refusal = this.refusal();
     if (refusal !== undefined) return Promise.reject(refusal);
     if (records.length === 0) return Promise.resolve([]);
@@ -157,6 +168,7 @@ export class GroupCommit {
       return Promise.reject(error as Error);
     }
     this.nextLsnValue = firstLsn + records.length;
+    if (!lazy) this.urgentLsn = firstLsn + records.length - 1;
     return this.enqueue<Lsn[]>(firstLsn + records.length - 1, lsns);
   }
 
@@ -165,7 +177,11 @@ export class GroupCommit {
     if (lsn <= this.durableLsnValue) return Promise.resolve();
     if (this.failure !== undefined) return Promise.reject(this.failure);
     assert(lsn < this.nextLsnValue, 'cannot wait for an LSN that has not been appended');
-    return this.enqueue<void>(lsn, undefined);
+    if (lsn > this.urgentLsn) this.urgentLsn = lsn;
+    const promise = this.enqueue<void>(lsn, undefined);
+    // Already written and only waiting for a lazy sync: sync now.
+    this.startSync();
+    return promise;
   }
 
   /** Refuses new appends, waits for the ones in flight, then for the disk calls to finish. */
@@ -244,6 +260,9 @@ export class GroupCommit {
 
   private startSync(): void {
     if (this.syncing || this.failure !== undefined || this.durableLsnValue >= this.writtenLsnValue) return;
+    if (this.urgentLsn <= this.durableLsnValue) return this.syncLater();
+    clearTimeout(this.lazySyncTimer);
+    this.lazySyncTimer = undefined;
     this.syncing = true;
     const target = this.writtenLsnValue;
     const started = performance.now();
@@ -260,6 +279,17 @@ export class GroupCommit {
     });
   }
 
+  /** Only lazy records are written and not durable: sync them if nothing else does within lazySyncDelayMs. */
+  private syncLater(): void {
+    this.lazySyncTimer ??= setTimeout(this.lazySyncTask, lazySyncDelayMs);
+  }
+
+  private readonly lazySyncTask = (): void => {
+    this.lazySyncTimer = undefined;
+    if (this.writtenLsnValue > this.urgentLsn) this.urgentLsn = this.writtenLsnValue;
+    this.startSync();
+  };
+
   private needsRoll(): boolean {
     const state = this.active.state;
     return state.bytes >= this.options.segmentBytesMax && state.lastLsn >= state.firstLsn;
@@ -267,7 +297,12 @@ export class GroupCommit {
 
   private rollWhenDurable(): void {
     // The sync (or fill) completion calls pump again, which comes back here.
-    if (this.syncing || this.zeroFill?.busy === true || this.durableLsnValue < this.writtenLsnValue) return;
+    if (this.durableLsnValue < this.writtenLsnValue) {
+      // Lazy records must not hold up the roll (and the records behind it) for lazySyncDelayMs.
+      if (this.writtenLsnValue > this.urgentLsn) this.urgentLsn = this.writtenLsnValue;
+      return this.startSync();
+    }
+    if (this.syncing || this.zeroFill?.busy === true) return;
     this.writing = true;
     this.options.roll(this.writtenLsnValue + 1, this.active).then(
       (segment) => {
@@ -309,6 +344,8 @@ export class GroupCommit {
       const failure = toLogFailedError(cause, during);
       this.failure = failure;
       this.options.logger.error({ err: cause, during, durableLsn: this.durableLsnValue, nextLsn: this.nextLsnValue }, 'the log failed and refuses further appends; restart to recover');
+      clearTimeout(this.lazySyncTimer);
+      this.lazySyncTimer = undefined;
       const outstanding = this.waiters.slice(this.waiterHead);
       this.waiters.length = 0;
       this.waiterHead = 0;

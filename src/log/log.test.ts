@@ -1,7 +1,7 @@
 /**
  * Unit tests of the log's edges: directories that are not logs, bad headers,
- * injected write and fsync failures, bad records, closing, the frame layout,
- * and the offline reader's report.
+ * injected write and fsync failures, bad records, closing, lazy appends, the
+ * frame layout, and the offline reader's report.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { decode, encode } from '@msgpack/msgpack';
 import { afterAll, describe, expect, it } from 'vitest';
 import { nodeFileSystem, type LogFileSystem } from './file-system.js';
+import { lazySyncDelayMs } from './group-commit.js';
 import {
   DiskFullError,
   InvalidRecordError,
@@ -164,6 +165,60 @@ describe('closing', () => {
     expect(acknowledged).toBe(true);
     await inFlight;
     await expect(log.appendOne(rec(3))).rejects.toBeInstanceOf(LogClosedError);
+  });
+});
+
+describe('lazy appends (records nobody waits on)', () => {
+  const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+  async function openCounting(options: { segmentBytesMax?: number } = {}): Promise<{ log: SegmentedLog; dir: string; syncs: number[] }> {
+    const dir = freshDir();
+    const syncs: number[] = [];
+    const log = await SegmentedLog.open({ dir, ...options, onSync: (_seconds, records) => void syncs.push(records) });
+    return { log, dir, syncs };
+  }
+
+  it('are written at once, and made durable after lazySyncDelayMs when nothing else syncs', async () => {
+    const { log, dir, syncs } = await openCounting();
+    const started = performance.now();
+    const durable = log.append([rec(1)], { lazy: true });
+    await nextTurn();
+    expect(syncs).toEqual([]);
+    expect([...openLogReader(dir).read()].map((r) => r.lsn)).toEqual([1]);
+    expect(await durable).toEqual([1]);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(lazySyncDelayMs - 1);
+    expect(syncs).toEqual([1]);
+    await log.close();
+  });
+
+  it('ride on the fdatasync of the next record somebody waits on', async () => {
+    const { log, syncs } = await openCounting();
+    const lazy = log.append([rec(1)], { lazy: true });
+    await nextTurn();
+    const started = performance.now();
+    await log.appendOne(rec(2));
+    await lazy;
+    expect(performance.now() - started).toBeLessThan(lazySyncDelayMs);
+    expect(syncs).toEqual([2]);
+    await log.close();
+  });
+
+  it('do not hold up close or a roll', async () => {
+    const { log, dir, syncs } = await openCounting({ segmentBytesMax: 256 });
+    const lazy: Promise<number[]>[] = [];
+    for (let i = 1; i <= 20; i++) {
+      lazy.push(log.append([{ kind: 1, timestamp: i, body: { i, pad: 'x'.repeat(40) } }], { lazy: true }));
+      await nextTurn();
+    }
+    const started = performance.now();
+    await log.close();
+    expect(performance.now() - started).toBeLessThan(lazySyncDelayMs);
+    expect((await Promise.all(lazy)).flat()).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    expect(syncs.reduce((a, b) => a + b, 0)).toBe(20);
+    const reopened = await SegmentedLog.open({ dir });
+    expect(reopened.segments().length).toBeGreaterThan(1);
+    expect([...reopened.read()].map((r) => r.lsn)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    await reopened.close();
   });
 });
 

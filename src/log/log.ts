@@ -150,9 +150,13 @@ export class SegmentedLog {
     return this.commit.failed;
   }
 
-  /** LSNs are assigned synchronously in call order; resolves once the records are fdatasync'ed. */
-  append(records: readonly AppendRecord[]): Promise<Lsn[]> {
-    return this.commit.append(records);
+  /**
+   * LSNs are assigned synchronously in call order; resolves once the records are fdatasync'ed.
+   * `lazy`: nobody answers a client on these records' durability (consumer acks, deliveries): they
+   * are written at once but their fdatasync may wait for the next one, up to lazySyncDelayMs.
+   */
+  append(records: readonly AppendRecord[], options: { lazy?: boolean } = {}): Promise<Lsn[]> {
+    return this.commit.append(records, options.lazy === true);
   }
 
   appendOne(record: AppendRecord): Promise<Lsn> {
