@@ -8,9 +8,14 @@
  *   - end-to-end throughput publisher → consumer (10,000, manual ack,
  *     prefetch 100), timed from the first publish to the last delivery;
  *   - end-to-end latency: 500 sequential publish → deliver round trips.
+ * Every case first runs unmeasured (the same for both brokers); throughput
+ * figures are the median of three measured runs, latency samples are taken
+ * in five slices.
  * When `rabbitmq-server` is on PATH the same cases run against a private
  * RabbitMQ (own node name, ports, epmd, data, logs and cookie in a temp dir,
- * no plugins), stopped afterwards; the table then shows Cairn/RabbitMQ ratios.
+ * no plugins), started beside Cairn and stopped afterwards; each case
+ * alternates between the two brokers (the machine's disk and CPU drift from
+ * minute to minute), and the table shows Cairn/RabbitMQ ratios.
  * Nothing is installed here: without RabbitMQ its column is skipped.
  * Data lives in a temp dir (CAIRN_BENCH_DIR picks the disk), removed afterwards.
  */
@@ -24,10 +29,15 @@ const body = Buffer.alloc(100, 0x62);
 const pipelinedCount = 10_000;
 const connectionsParallel = 8;
 const latencyCount = 500;
+// Latency samples are taken in this many slices, brokers alternating.
+const latencySlices = 5;
 // Unmeasured round trips before each latency case, the same for both brokers: a JIT-compiled
 // broker (and the amqplib client) is still warming up in its first thousand or so.
 const warmUpRoundTrips = 2000;
 const e2eCount = 10_000;
+// Throughput cases: one unmeasured run (JIT warm-up of the broker and of the amqplib client, which
+// would otherwise be colder for whichever broker goes first), then the median of these runs.
+const throughputRuns = 3;
 const prefetch = 100;
 const caseTimeoutMs = 60_000;
 const rabbitStartTimeoutMs = 60_000;
@@ -72,27 +82,38 @@ async function pipelined(url: string, connections: number, total: number): Promi
   }
 }
 
-async function sequentialConfirms(url: string): Promise<LatencySummary> {
-  const model = await amqp.connect(url);
-  try {
-    const channel = await model.createConfirmChannel();
-    const queue = 'bench.sequential';
-    await channel.assertQueue(queue, { durable: true });
-    const publishOne = (): Promise<void> => new Promise((done, reject) => {
-      channel.sendToQueue(queue, body, { persistent: true }, (error) => (error ? reject(error) : done()));
-    });
-    for (let i = 0; i < warmUpRoundTrips; i++) await publishOne();
-    const samples: number[] = [];
-    for (let i = 0; i < latencyCount; i++) {
-      const started = performance.now();
-      await publishOne();
-      samples.push(performance.now() - started);
-    }
-    await channel.deleteQueue(queue);
-    return summarize(samples);
-  } finally {
-    await model.close().catch(() => undefined);
+/** A sequential round trip kept open across slices: `open` warms it up, `sample` measures, `close` cleans up. */
+interface RoundTripCase {
+  sample(count: number): Promise<number[]>;
+  close(): Promise<void>;
+}
+
+async function timeRoundTrips(count: number, roundTrip: () => Promise<void>): Promise<number[]> {
+  const samples: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const started = performance.now();
+    await roundTrip();
+    samples.push(performance.now() - started);
   }
+  return samples;
+}
+
+async function openSequentialConfirms(url: string): Promise<RoundTripCase> {
+  const model = await amqp.connect(url);
+  const channel = await model.createConfirmChannel();
+  const queue = 'bench.sequential';
+  await channel.assertQueue(queue, { durable: true });
+  const publishOne = (): Promise<void> => new Promise((done, reject) => {
+    channel.sendToQueue(queue, body, { persistent: true }, (error) => (error ? reject(error) : done()));
+  });
+  for (let i = 0; i < warmUpRoundTrips; i++) await publishOne();
+  return {
+    sample: (count) => timeRoundTrips(count, publishOne),
+    close: async () => {
+      await channel.deleteQueue(queue);
+      await model.close().catch(() => undefined);
+    },
+  };
 }
 
 async function endToEndThroughput(url: string): Promise<{ rate: number; received: number }> {
@@ -128,40 +149,35 @@ async function endToEndThroughput(url: string): Promise<{ rate: number; received
   }
 }
 
-async function endToEndLatency(url: string): Promise<LatencySummary> {
+async function openEndToEndLatency(url: string): Promise<RoundTripCase> {
   const publisherModel = await amqp.connect(url);
   const consumerModel = await amqp.connect(url);
-  try {
-    const queue = 'bench.e2e.latency';
-    const publisher = await publisherModel.createConfirmChannel();
-    await publisher.assertQueue(queue, { durable: true });
-    await publisher.purgeQueue(queue);
-    const consumer = await consumerModel.createChannel();
-    await consumer.prefetch(prefetch);
-    let delivered: (() => void) | undefined;
-    await consumer.consume(queue, (message) => {
-      if (message === null) return;
-      consumer.ack(message);
-      delivered?.();
-    }, { noAck: false });
-    const roundTrip = (): Promise<void> => new Promise((done) => {
-      delivered = done;
-      publisher.sendToQueue(queue, body, { persistent: true });
-    });
-    for (let i = 0; i < warmUpRoundTrips; i++) await roundTrip();
-    const samples: number[] = [];
-    for (let i = 0; i < latencyCount; i++) {
-      const started = performance.now();
-      await roundTrip();
-      samples.push(performance.now() - started);
-    }
-    await publisher.waitForConfirms();
-    await publisher.deleteQueue(queue);
-    return summarize(samples);
-  } finally {
-    await publisherModel.close().catch(() => undefined);
-    await consumerModel.close().catch(() => undefined);
-  }
+  const queue = 'bench.e2e.latency';
+  const publisher = await publisherModel.createConfirmChannel();
+  await publisher.assertQueue(queue, { durable: true });
+  await publisher.purgeQueue(queue);
+  const consumer = await consumerModel.createChannel();
+  await consumer.prefetch(prefetch);
+  let delivered: (() => void) | undefined;
+  await consumer.consume(queue, (message) => {
+    if (message === null) return;
+    consumer.ack(message);
+    delivered?.();
+  }, { noAck: false });
+  const roundTrip = (): Promise<void> => new Promise((done) => {
+    delivered = done;
+    publisher.sendToQueue(queue, body, { persistent: true });
+  });
+  for (let i = 0; i < warmUpRoundTrips; i++) await roundTrip();
+  return {
+    sample: (count) => timeRoundTrips(count, roundTrip),
+    close: async () => {
+      await publisher.waitForConfirms();
+      await publisher.deleteQueue(queue);
+      await publisherModel.close().catch(() => undefined);
+      await consumerModel.close().catch(() => undefined);
+    },
+  };
 }
 
 interface AmqpResults {
@@ -172,13 +188,44 @@ interface AmqpResults {
   readonly endToEndLatency: LatencySummary;
 }
 
-async function runCases(url: string): Promise<AmqpResults> {
-  const pipelinedOne = await withTimeout(pipelined(url, 1, pipelinedCount), 'pipelined x1');
-  const pipelinedMany = await withTimeout(pipelined(url, connectionsParallel, pipelinedCount), `pipelined x${connectionsParallel}`);
-  const sequential = await withTimeout(sequentialConfirms(url), 'sequential confirms');
-  const endToEnd = await withTimeout(endToEndThroughput(url), 'end-to-end throughput');
-  const endToEndRoundTrips = await withTimeout(endToEndLatency(url), 'end-to-end latency');
-  return { pipelinedOne, pipelinedMany, sequential, endToEnd, endToEndLatency: endToEndRoundTrips };
+/**
+ * Runs `run` for every broker in turn: one unmeasured round, then
+ * `throughputRuns` measured rounds, brokers alternating within each round so
+ * that both meet the same disk and CPU conditions; returns each broker's median.
+ */
+async function medianRuns<T extends number | { rate: number }>(label: string, urls: readonly string[], run: (url: string) => Promise<T>): Promise<T[]> {
+  for (const url of urls) await withTimeout(run(url), `${label} (warm-up)`);
+  const results: T[][] = urls.map(() => []);
+  for (let round = 0; round < throughputRuns; round++) {
+    for (const [i, url] of urls.entries()) results[i]!.push(await withTimeout(run(url), label));
+  }
+  const rateOf = (r: T): number => (typeof r === 'number' ? r : r.rate);
+  return results.map((runs) => runs.sort((a, b) => rateOf(a) - rateOf(b))[Math.floor(runs.length / 2)]!);
+}
+
+/** Opens (and warms up) the case on every broker, then takes the samples in alternating slices. */
+async function interleavedLatency(label: string, urls: readonly string[], open: (url: string) => Promise<RoundTripCase>): Promise<LatencySummary[]> {
+  const cases: RoundTripCase[] = [];
+  try {
+    for (const url of urls) cases.push(await withTimeout(open(url), `${label} (warm-up)`));
+    const samples: number[][] = urls.map(() => []);
+    for (let slice = 0; slice < latencySlices; slice++) {
+      for (const [i, c] of cases.entries()) samples[i]!.push(...(await withTimeout(c.sample(latencyCount / latencySlices), label)));
+    }
+    return samples.map(summarize);
+  } finally {
+    for (const c of cases) await c.close();
+  }
+}
+
+/** Every case on every broker (urls[0] is Cairn); results in the same order. */
+async function runCases(urls: readonly string[]): Promise<AmqpResults[]> {
+  const pipelinedOne = await medianRuns('pipelined x1', urls, (url) => pipelined(url, 1, pipelinedCount));
+  const pipelinedMany = await medianRuns(`pipelined x${connectionsParallel}`, urls, (url) => pipelined(url, connectionsParallel, pipelinedCount));
+  const sequential = await interleavedLatency('sequential confirms', urls, openSequentialConfirms);
+  const endToEnd = await medianRuns('end-to-end throughput', urls, endToEndThroughput);
+  const endToEndRoundTrips = await interleavedLatency('end-to-end latency', urls, openEndToEndLatency);
+  return urls.map((_, i) => ({ pipelinedOne: pipelinedOne[i]!, pipelinedMany: pipelinedMany[i]!, sequential: sequential[i]!, endToEnd: endToEnd[i]!, endToEndLatency: endToEndRoundTrips[i]! }));
 }
 
 // ---- RabbitMQ ------------------------------------------------------------------
@@ -258,42 +305,40 @@ async function stopRabbit(child: ChildProcess, exited: Promise<void>, env: NodeJ
   spawnSync('epmd', ['-kill'], { env, stdio: 'ignore', timeout: 5_000 });
 }
 
-async function rabbitResults(): Promise<{ results?: AmqpResults; note: string }> {
+/** Starts a private RabbitMQ when one is installed; the note says what the column holds. */
+async function maybeStartRabbit(dir: string): Promise<{ rabbit?: RabbitProcess; note: string }> {
   if (!commandExists('rabbitmq-server')) return { note: 'rabbitmq-server not on PATH: RabbitMQ column skipped (the bench never installs it).' };
-  const dir = tempDir('cairn-bench-rabbitmq-');
   try {
-    let rabbit: RabbitProcess;
-    try {
-      rabbit = await startRabbit(dir.dir);
-    } catch (error) {
-      return { note: `RabbitMQ failed to start, column skipped: ${(error as Error).message}` };
-    }
-    try {
-      const results = await runCases(`amqp://127.0.0.1:${rabbit.port}`);
-      return { results, note: `RabbitMQ ${rabbit.version}: private node, default classic queues, no plugins, data on the same disk.` };
-    } finally {
-      await rabbit.stop();
-    }
-  } finally {
-    dir.remove();
+    const rabbit = await startRabbit(dir);
+    return { rabbit, note: `RabbitMQ ${rabbit.version}: private node, default classic queues, no plugins, data on the same disk; both brokers run side by side and each case alternates between them.` };
+  } catch (error) {
+    return { note: `RabbitMQ failed to start, column skipped: ${(error as Error).message}` };
   }
 }
 
 export async function benchAmqp(): Promise<void> {
   const raw = rawFdatasync(500);
   const data = tempDir('cairn-bench-amqp-');
+  const rabbitDir = tempDir('cairn-bench-rabbitmq-');
   let cairn: AmqpResults;
+  let rabbitResults: AmqpResults | undefined;
+  let note: string;
   try {
     const broker = await startCairn(data.dir);
+    const started = await maybeStartRabbit(rabbitDir.dir);
+    note = started.note;
     try {
-      cairn = await runCases(`amqp://127.0.0.1:${broker.amqpPort}`);
+      const urls = [`amqp://127.0.0.1:${broker.amqpPort}`];
+      if (started.rabbit !== undefined) urls.push(`amqp://127.0.0.1:${started.rabbit.port}`);
+      [cairn, rabbitResults] = (await runCases(urls)) as [AmqpResults, AmqpResults | undefined];
     } finally {
       await broker.stop();
+      await started.rabbit?.stop();
     }
   } finally {
     data.remove();
+    rabbitDir.remove();
   }
-  const rabbit = await rabbitResults();
 
   const rate = (value: number): string => `${Math.round(value).toLocaleString('en-US')} msg/s`;
   const ms = (value: number): string => `${fmt(value, 3)} ms`;
@@ -301,14 +346,14 @@ export async function benchAmqp(): Promise<void> {
   const rows: string[][] = [['case (durable queue, persistent, 100 B)', 'Cairn', 'RabbitMQ', 'Cairn/RabbitMQ']];
   rows.push(['raw write(100 B)+fdatasync p50 / p99', `${ms(raw.p50)} / ${ms(raw.p99)}`, '', '']);
   const row = (label: string, pick: (r: AmqpResults) => number, show: (r: AmqpResults) => string): void => {
-    const other = rabbit.results;
+    const other = rabbitResults;
     rows.push([label, show(cairn), other ? show(other) : 'skipped', ratio(pick(cairn), other && pick(other))]);
   };
-  row(`confirms pipelined, 1 connection (${pipelinedCount})`, (r) => r.pipelinedOne, (r) => rate(r.pipelinedOne));
-  row(`confirms pipelined, ${connectionsParallel} connections (${pipelinedCount} total)`, (r) => r.pipelinedMany, (r) => rate(r.pipelinedMany));
+  row(`confirms pipelined, 1 connection (${pipelinedCount}, median of ${throughputRuns})`, (r) => r.pipelinedOne, (r) => rate(r.pipelinedOne));
+  row(`confirms pipelined, ${connectionsParallel} connections (${pipelinedCount} total, median of ${throughputRuns})`, (r) => r.pipelinedMany, (r) => rate(r.pipelinedMany));
   row(`sequential confirm latency p50 (${latencyCount})`, (r) => r.sequential.p50, (r) => ms(r.sequential.p50));
   row(`sequential confirm latency p99 (${latencyCount})`, (r) => r.sequential.p99, (r) => ms(r.sequential.p99));
-  row(`end-to-end throughput (${e2eCount}, ack, prefetch ${prefetch})`, (r) => r.endToEnd.rate, (r) => `${rate(r.endToEnd.rate)} (${r.endToEnd.received}/${e2eCount})`);
+  row(`end-to-end throughput (${e2eCount}, ack, prefetch ${prefetch}, median of ${throughputRuns})`, (r) => r.endToEnd.rate, (r) => `${rate(r.endToEnd.rate)} (${r.endToEnd.received}/${e2eCount})`);
   row(`end-to-end latency p50 (${latencyCount} sequential)`, (r) => r.endToEndLatency.p50, (r) => ms(r.endToEndLatency.p50));
   row(`end-to-end latency p99 (${latencyCount} sequential)`, (r) => r.endToEndLatency.p99, (r) => ms(r.endToEndLatency.p99));
 
@@ -316,5 +361,5 @@ export async function benchAmqp(): Promise<void> {
   printTable(rows);
   console.log('Throughput ratios > 1: Cairn faster; latency ratios > 1: Cairn slower.');
   console.log("Cairn sends every durable confirm only after an fdatasync of the log (group commit shares one fdatasync among the publishes waiting on it).");
-  console.log(rabbit.note);
+  console.log(note);
 }
