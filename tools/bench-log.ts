@@ -5,9 +5,10 @@
  * raw rate of a plain `write + fdatasync` loop on the same disk (same
  * directory) writing frames of the same size.
  *
- * The lone appender and the raw loop alternate in short slices, so a noisy
- * neighbour on a shared machine weighs on both alike and their ratio stays
- * meaningful. The 64-appender cases are compared with the lone appender.
+ * The raw loop and the 1-, 8- and 64-appender cases alternate in short
+ * slices, so a noisy neighbour on a shared machine (this one's fdatasync swings
+ * between ~0.15 and ~0.9 ms from minute to minute) weighs on all of them alike
+ * and their ratios stay meaningful.
  * The pipelining rows compare it on and off, with appenders in lockstep and
  * with jittered appenders; they are how its default (on) was chosen. Last
  * comes the replay rate of read() (checksums verified, bodies decoded).
@@ -116,22 +117,22 @@ async function interleaved(contestants: readonly Contestant[], tallies: readonly
   }
 }
 
-/** Raw loop and lone appender, interleaved. */
-async function rawAndLone(dir: string, payloadBytes: number): Promise<{ raw: Tally; lone: Tally }> {
+/** The raw loop and the log with 1, 8 and 64 appenders (one log each), interleaved. */
+async function rawAndAppenders(dir: string, payloadBytes: number): Promise<{ raw: Tally; lone: Tally; eight: Tally; sixtyFour: Tally }> {
   const record = recordOf(payloadBytes);
   const frame = encodeFrame(1, record);
-  const raw = newTally(frame.length);
-  const lone = newTally(frame.length);
+  const [raw, lone, eight, sixtyFour] = [0, 1, 2, 3].map(() => newTally(frame.length)) as [Tally, Tally, Tally, Tally];
   const fd = fs.openSync(join(dir, `raw-${payloadBytes}.bin`), 'w');
-  const log = await SegmentedLog.open({ dir: join(dir, `lone-${payloadBytes}`) });
+  const logs = await Promise.all([1, 8, 64].map((appenders) => SegmentedLog.open({ dir: join(dir, `a${appenders}-${payloadBytes}`) })));
   try {
     const position = { bytes: 0 };
-    await interleaved([(ms, t) => rawSlice(fd, position, frame, ms, t), (ms, t) => appendSlice(log, 1, record, ms, t)], [raw, lone]);
+    const appending = (log: SegmentedLog, appenders: number): Contestant => (ms, t) => appendSlice(log, appenders, record, ms, t);
+    await interleaved([(ms, t) => rawSlice(fd, position, frame, ms, t), appending(logs[0]!, 1), appending(logs[1]!, 8), appending(logs[2]!, 64)], [raw, lone, eight, sixtyFour]);
   } finally {
     fs.closeSync(fd);
-    await log.close();
+    for (const log of logs) await log.close();
   }
-  return { raw, lone };
+  return { raw, lone, eight, sixtyFour };
 }
 
 /** Concurrent appenders on one log per option set, interleaved when there are several. */
@@ -169,9 +170,7 @@ const verdict = (ok: boolean): string => (ok ? 'met' : 'NOT met');
 
 async function benchPayload(dir: string, payloadBytes: number, summary: string[]): Promise<void> {
   const size = payloadBytes >= 1024 ? `${payloadBytes / 1024} KiB` : `${payloadBytes} B`;
-  const { raw, lone } = await rawAndLone(dir, payloadBytes);
-  const [eight] = (await concurrent(dir, payloadBytes, 8, [true])) as [Tally];
-  const [sixtyFour] = (await concurrent(dir, payloadBytes, 64, [true])) as [Tally];
+  const { raw, lone, eight, sixtyFour } = await rawAndAppenders(dir, payloadBytes);
   console.log(row(`raw write+fdatasync, ${raw.frameBytes} B frames`, raw));
   console.log(row(`log, 1 appender, ${size} payload`, lone, `${ratio(lone, raw).toFixed(2)} × raw`));
   console.log(row(`log, 8 appenders, ${size} payload`, eight, `${ratio(eight, lone).toFixed(1)} × lone, ${ratio(eight, raw).toFixed(1)} × raw`));
