@@ -140,6 +140,8 @@ export class Committer {
   /** Resolves when everything committed so far is durable (or failed). */
   settled(): Promise<unknown> {
     this.flushSettled();
+    // Lazy records too, now: whoever asks is waiting.
+    this.log.sync().catch(ignore);
     return this.lastAppended.then(ignore, ignore);
   }
 

@@ -13,6 +13,8 @@ export interface RecordLog {
   readonly nextLsn: number;
   /** Resolves once the records are durable; `lazy` ones may wait a little for their fdatasync (nobody waits on them). */
   append(records: readonly CoreAppendRecord[], options?: { lazy?: boolean }): Promise<number[]>;
+  /** Makes everything appended so far durable now, lazy records included. */
+  sync(): Promise<void>;
   readonly failed: Error | undefined;
 }
 
@@ -33,6 +35,10 @@ export class MemoryLog implements RecordLog {
       return lsn;
     });
     return Promise.resolve(lsns);
+  }
+
+  sync(): Promise<void> {
+    return this.failed ? Promise.reject(this.failed) : Promise.resolve();
   }
 
   *read(from: { lsn?: number } = {}): IterableIterator<CoreAppendRecord & { readonly lsn: number }> {

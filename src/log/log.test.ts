@@ -209,6 +209,20 @@ describe('lazy appends (records nobody waits on)', () => {
     }
   });
 
+  it('are made durable at once by sync()', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const { log, syncs } = await openCounting();
+      const lazy = log.append([rec(1), rec(2)], { lazy: true });
+      await log.sync();
+      expect(await lazy).toEqual([1, 2]);
+      expect(syncs).toEqual([2]);
+      await log.close();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('do not hold up close or a roll', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     try {

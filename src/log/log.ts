@@ -163,6 +163,11 @@ export class SegmentedLog {
     return this.commit.appendOne(record);
   }
 
+  /** Resolves when everything appended so far is durable, without waiting for the lazy-sync delay. */
+  sync(): Promise<void> {
+    return this.commit.waitDurable(this.commit.nextLsn - 1);
+  }
+
   /** Records written by now, from `from` on, across segments. */
   read(from: ReadFrom = {}): IterableIterator<LogRecord> {
     checkReadFrom(from);

@@ -36,8 +36,9 @@ export interface ZeroFillSizes {
 const stepBytesMax = 4 * 1024 * 1024;
 
 export function zeroFillSizes(segmentBytesMax: number): ZeroFillSizes {
-  const stepBytes = Math.min(stepBytesMax, Math.max(64, Math.floor(segmentBytesMax / 4)));
-  const leadBytes = Math.min(256 * 1024, Math.floor(stepBytes / 4));
+  // A segment up to 256 KiB is zeroed whole when it is created; a bigger one gets 256 KiB then, the rest in steps.
+  const leadBytes = Math.min(256 * 1024, segmentBytesMax);
+  const stepBytes = Math.min(stepBytesMax, Math.max(leadBytes, Math.floor(segmentBytesMax / 4)));
   return { stepBytes, lowWaterBytes: Math.floor(stepBytes / 2), leadBytes, limitBytes: segmentBytesMax };
 }
 

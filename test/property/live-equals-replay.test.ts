@@ -32,6 +32,7 @@ class EncodingMemoryLog implements BrokerLog {
       return lsn;
     }));
   }
+  sync(): Promise<void> { return Promise.resolve(); }
   *read(from: { lsn?: number } = {}): IterableIterator<BrokerRecord> {
     for (const r of this.encoded.slice(Math.max(0, (from.lsn ?? 1) - 1))) yield { ...r, body: decode(r.body) };
   }

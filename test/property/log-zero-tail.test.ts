@@ -152,7 +152,7 @@ describe('reading a zero tail', () => {
         const { logger, warnings } = warningsLogger();
         const log = await SegmentedLog.open({ dir, segmentBytesMax: 1 << 20, logger });
         expect(warnings.find((w) => String(w['msg']).includes('torn'))).toMatchObject({ lsn: records.length + 1, bytesDropped: size - last.bytes });
-        expect(fs.statSync(path).size).toBeLessThanOrEqual(last.bytes + 512 * 1024);
+        expect(fs.statSync(path).size).toBeLessThanOrEqual(1 << 20);
         expect(await log.appendOne({ kind: 9, timestamp: 1, body: 'after' })).toBe(records.length + 1);
         await log.close();
         const reopened = await SegmentedLog.open({ dir, segmentBytesMax: 1 << 20 });
