@@ -4,10 +4,10 @@
  *   - publisher confirms, pipelined: 10,000 messages on one connection, and
  *     10,000 split over 8 connections in parallel (one queue each), then
  *     waitForConfirms;
- *   - sequential confirm latency: 500 publishes, each awaiting its confirm;
+ *   - sequential confirm latency: 2,000 publishes, each awaiting its confirm;
  *   - end-to-end throughput publisher → consumer (10,000, manual ack,
  *     prefetch 100), timed from the first publish to the last delivery;
- *   - end-to-end latency: 500 sequential publish → deliver round trips.
+ *   - end-to-end latency: 2,000 sequential publish → deliver round trips.
  * Latency cases use TCP_NODELAY in the client (see latencySocket).
  * Every case first runs unmeasured (the same for both brokers); throughput
  * figures are the median of three measured runs, latency samples are taken
@@ -29,7 +29,7 @@ import { benchBaseDir, canConnect, commandExists, fmt, freePort, printTable, raw
 const body = Buffer.alloc(100, 0x62);
 const pipelinedCount = 10_000;
 const connectionsParallel = 8;
-const latencyCount = 500;
+const latencyCount = 2000;
 // Latency samples are taken in this many slices, brokers alternating.
 const latencySlices = 5;
 // Latency cases turn Nagle's algorithm off in the client, as the RabbitMQ Java client and pika do by
