@@ -66,6 +66,8 @@ export class SegmentCursor {
     private end: number,
     private expectedLsn: Lsn,
     chunkBytes = readChunkBytes,
+    /** A probe (isValidFrameAt) asks about one frame only, not where the segment ends. */
+    private readonly zeroTailIsEnd = true,
   ) {
     this.buffer = Buffer.allocUnsafe(Math.max(chunkBytes, lengthPrefixBytes));
     this.bytes = new Uint8Array(this.buffer.buffer, this.buffer.byteOffset, this.buffer.length);
@@ -110,7 +112,7 @@ export class SegmentCursor {
 
   private fail(reason: string, length: number | undefined, checksumValid: boolean): CursorStatus {
     // Only zeros from here on: zero-filled space after the last frame (zero-tail.ts), the segment's end.
-    if (nonZeroEnd(this.fd, this.position, this.end) === this.position) {
+    if (this.zeroTailIsEnd && nonZeroEnd(this.fd, this.position, this.end) === this.position) {
       this.end = this.position;
       return cursorEnd;
     }
@@ -152,7 +154,7 @@ export class SegmentCursor {
 
 /** True when a whole, valid frame carrying `expectedLsn` starts at `offset`. */
 export function isValidFrameAt(fd: number, offset: number, end: number, expectedLsn: Lsn): boolean {
-  const probe = new SegmentCursor(fd, offset, end, expectedLsn, 64 * 1024);
+  const probe = new SegmentCursor(fd, offset, end, expectedLsn, 64 * 1024, false);
   return probe.next() === cursorFrame;
 }
 

@@ -72,6 +72,7 @@ const openAsync = promisify(fs.open);
 const fsyncAsync = promisify(fs.fsync);
 const fstatAsync = promisify(fs.fstat);
 const ftruncateAsync = promisify(fs.ftruncate);
+const writeAsync = promisify(fs.write);
 const unlinkAsync = promisify(fs.unlink);
 
 export class SegmentedLog {
@@ -123,10 +124,17 @@ export class SegmentedLog {
     const { segments, tornTail } = recoverSegments(dir, listing.segments, (snapshot?.lsn ?? 0) + 1, logger);
     checkSnapshotFits(snapshot, segments);
     const last = segments[segments.length - 1]!;
-    // Everything on disk now counts as durable: make it so (the crash may have come before the last fdatasync).
     const fd = await openAsync(join(dir, last.file), 'r+');
+    // After the last frame there are only zeros now (recovery truncated anything else): zero-fill ahead of
+    // the writer as a new segment would be, unless the file already has that much.
+    const zeros = initialZeros(settings);
+    let size = (await fstatAsync(fd)).size;
+    if (zeros !== undefined && size < last.bytes + zeros.length) {
+      await writeAsync(fd, zeros, 0, zeros.length, last.bytes);
+      size = last.bytes + zeros.length;
+    }
+    // Everything on disk now counts as durable: make it so (the crash may have come before the last fdatasync).
     await fsyncAsync(fd);
-    const { size } = await fstatAsync(fd);
     logger.info({ dir, segments: segments.length, firstLsn: segments[0]!.firstLsn, nextLsn: last.lastLsn + 1, snapshotLsn: snapshot?.lsn, tornTail }, 'opened the log');
     return new SegmentedLog(settings, segments, fd, size, snapshot?.lsn);
   }
