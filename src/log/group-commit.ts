@@ -111,7 +111,7 @@ export class GroupCommit {
     this.urgentLsn = options.nextLsn - 1;
     this.active = options.active;
     if (options.zeroFill !== undefined) {
-      this.zeroFill = new ZeroFill(options.zeroFill, options.logger, () => {
+      this.zeroFill = new ZeroFill(options.zeroFill, options.fileSystem, options.logger, () => {
         this.pump();
         this.notifyIfIdle();
       });

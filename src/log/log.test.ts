@@ -1,12 +1,13 @@
 /**
  * Unit tests of the log's edges: directories that are not logs, bad headers,
- * injected write and fsync failures, bad records, closing, lazy appends, the
- * frame layout, and the offline reader's report.
+ * injected write and fsync failures, a zero fill on a full disk, bad records,
+ * closing, lazy appends, the frame layout, and the offline reader's report.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import { join } from 'node:path';
 import { decode, encode } from '@msgpack/msgpack';
+import { pino } from 'pino';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { nodeFileSystem, type LogFileSystem } from './file-system.js';
 import { lazySyncDelayMs } from './group-commit.js';
@@ -131,6 +132,36 @@ describe('write and fsync failures are fatal', () => {
     expect(fileSystem.calls.write).toBe(2);
     expect(log.durableLsn).toBe(0);
     await log.close();
+  });
+});
+
+describe('zero fill on a full disk', () => {
+  it('a failed fill is logged and the log goes on: every append durable, nothing refused', async () => {
+    const dir = freshDir();
+    const warnings: Record<string, unknown>[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(JSON.parse(line) as Record<string, unknown>) });
+    let refusedFills = 0;
+    // ENOSPC for the fill's writes (all zeros); the log's own frames are never all zeros.
+    const fileSystem: LogFileSystem = {
+      write: (fd, buffer, offset, length, position, callback) => {
+        if (buffer.subarray(offset, offset + length).every((b) => b === 0)) {
+          refusedFills += 1;
+          return void setImmediate(() => callback(errnoError('ENOSPC'), 0));
+        }
+        nodeFileSystem.write(fd, buffer, offset, length, position, callback);
+      },
+      fdatasync: nodeFileSystem.fdatasync,
+    };
+    const log = await SegmentedLog.open({ dir, segmentBytesMax: 1 << 20, fileSystem, preallocate: true, logger });
+    const payload = new Uint8Array(4096).fill(7);
+    for (let i = 1; i <= 64; i++) expect(await log.appendOne({ kind: 1, timestamp: i, body: { i, payload } })).toBe(i);
+    expect(refusedFills).toBe(1);
+    expect(warnings.some((w) => String(w['msg']).includes('could not zero-fill'))).toBe(true);
+    expect(log.failed).toBeUndefined();
+    await log.close();
+    const reopened = await SegmentedLog.open({ dir });
+    expect([...reopened.read()].map((r) => r.lsn)).toEqual(Array.from({ length: 64 }, (_, i) => i + 1));
+    await reopened.close();
   });
 });
 

@@ -44,7 +44,7 @@ export interface LogOptions {
   pipeline?: boolean;
   /** Told after every fdatasync: its duration and the records it made durable (for metrics). */
   onSync?: (seconds: number, records: number) => void;
-  /** Keep the active segment zero-filled ahead of the writer (zero-fill.ts). Default true; off with an injected fileSystem. */
+  /** Keep the active segment zero-filled ahead of the writer (zero-fill.ts). Default: on, unless a fileSystem is injected. */
   preallocate?: boolean;
 }
 
@@ -286,7 +286,7 @@ function resolveSettings(options: LogOptions): Settings {
     if (value !== undefined && !(Number.isSafeInteger(value) && value >= 0)) throw new LogError('EINVALIDARGUMENT', `${name} must be a non-negative integer, got ${String(value)}`);
   }
   const fileSystem = options.fileSystem ?? nodeFileSystem;
-  const preallocate = (options.preallocate ?? true) && fileSystem === nodeFileSystem;
+  const preallocate = options.preallocate ?? fileSystem === nodeFileSystem;
   return {
     dir: options.dir,
     segmentBytesMax,

@@ -15,8 +15,8 @@
  *   one: appends past the zeroed space extend the file as before;
  * - the segment is truncated to its frames when the log rolls past it.
  */
-import * as fs from 'node:fs';
 import type { Logger } from '../logger.js';
+import { writeFully, type LogFileSystem } from './file-system.js';
 
 export interface ZeroFillSizes {
   /** Bytes zeroed by one fill. */
@@ -59,6 +59,7 @@ export class ZeroFill {
 
   constructor(
     private readonly sizes: ZeroFillSizes,
+    private readonly fileSystem: LogFileSystem,
     private readonly logger: Logger,
     /** Called when a fill completes: a write it blocked, or a roll, may proceed. */
     private readonly onSettled: () => void,
@@ -90,16 +91,13 @@ export class ZeroFill {
     const fill = { start, end };
     this.inFlight = fill;
     const fd = this.fd;
-    writeZeros(fd, zeroBuffer(end - start), start, end, (error) => {
-      if (error === null) {
-        fs.fdatasync(fd, (syncError) => this.settle(fd, fill, syncError));
-      } else {
-        this.settle(fd, fill, error);
-      }
+    writeFully(this.fileSystem, fd, zeroBuffer(end - start), end - start, start, (error) => {
+      if (error === null) this.fileSystem.fdatasync(fd, (syncError) => this.settle(fd, fill, syncError));
+      else this.settle(fd, fill, error);
     });
   }
 
-  private settle(fd: number, fill: { start: number; end: number }, error: NodeJS.ErrnoException | null): void {
+  private settle(fd: number, fill: { start: number; end: number }, error: unknown): void {
     this.inFlight = undefined;
     if (fd === this.fd) {
       if (error === null) {
@@ -111,13 +109,4 @@ export class ZeroFill {
     }
     this.onSettled();
   }
-}
-
-function writeZeros(fd: number, buffer: Buffer, start: number, end: number, done: (error: NodeJS.ErrnoException | null) => void): void {
-  if (start >= end) return done(null);
-  fs.write(fd, buffer, 0, Math.min(buffer.length, end - start), start, (error, written) => {
-    if (error !== null) return done(error);
-    if (written <= 0) return done(Object.assign(new Error(`zero fill made no progress at byte ${start}`), { code: 'EIO' }));
-    writeZeros(fd, buffer, start + written, end, done);
-  });
 }
