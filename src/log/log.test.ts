@@ -202,6 +202,16 @@ describe('closing', () => {
 describe('lazy appends (records nobody waits on)', () => {
   const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
+  /** Runs `test` with setTimeout faked: the lazy sync timer never fires, so it cannot be what makes records durable. */
+  async function withoutTimeouts(test: () => Promise<void>): Promise<void> {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      await test();
+    } finally {
+      vi.useRealTimers();
+    }
+  }
+
   async function openCounting(options: { segmentBytesMax?: number } = {}): Promise<{ log: SegmentedLog; dir: string; syncs: number[] }> {
     const dir = freshDir();
     const syncs: number[] = [];
@@ -222,10 +232,8 @@ describe('lazy appends (records nobody waits on)', () => {
     await log.close();
   });
 
-  // With setTimeout faked, the lazy sync timer never fires: whatever makes these records durable is not it.
   it('ride on the fdatasync of the next record somebody waits on', async () => {
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
-    try {
+    await withoutTimeouts(async () => {
       const { log, dir, syncs } = await openCounting();
       const lazy = log.append([rec(1)], { lazy: true });
       for (let i = 0; i < 5; i++) await null; // the write runs in a microtask
@@ -235,28 +243,22 @@ describe('lazy appends (records nobody waits on)', () => {
       expect(await lazy).toEqual([1]);
       expect(syncs).toEqual([2]);
       await log.close();
-    } finally {
-      vi.useRealTimers();
-    }
+    });
   });
 
   it('are made durable at once by sync()', async () => {
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
-    try {
+    await withoutTimeouts(async () => {
       const { log, syncs } = await openCounting();
       const lazy = log.append([rec(1), rec(2)], { lazy: true });
       await log.sync();
       expect(await lazy).toEqual([1, 2]);
       expect(syncs).toEqual([2]);
       await log.close();
-    } finally {
-      vi.useRealTimers();
-    }
+    });
   });
 
   it('do not hold up close or a roll', async () => {
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
-    try {
+    await withoutTimeouts(async () => {
       const { log, dir, syncs } = await openCounting({ segmentBytesMax: 256 });
       const lazy: Promise<number[]>[] = [];
       // Once the first segment is full, the next append needs a roll: it goes ahead without the lazy timer.
@@ -272,9 +274,7 @@ describe('lazy appends (records nobody waits on)', () => {
       const reopened = await SegmentedLog.open({ dir });
       expect([...reopened.read()].map((r) => r.lsn)).toEqual(Array.from({ length: count }, (_, i) => i + 1));
       await reopened.close();
-    } finally {
-      vi.useRealTimers();
-    }
+    });
   });
 });
 
