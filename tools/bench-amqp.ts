@@ -24,14 +24,13 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
-import { benchBaseDir, canConnect, commandExists, fmt, freePort, printTable, rawFdatasync, startCairn, summarize, tempDir, type LatencySummary } from './bench-mqtt.js';
+import { benchBaseDir, canConnect, commandExists, fmt, freePort, printTable, rawFdatasync, startCairn, tempDir } from './bench-mqtt.js';
+import { interleavedLatency, medianRuns, throughputRuns, timeRoundTrips, type LatencySummary, type RoundTripCase } from './bench-side-by-side.js';
 
 const body = Buffer.alloc(100, 0x62);
 const pipelinedCount = 10_000;
 const connectionsParallel = 8;
 const latencyCount = 2000;
-// Latency samples are taken in this many slices, brokers alternating.
-const latencySlices = 5;
 // Latency cases turn Nagle's algorithm off in the client, as the RabbitMQ Java client and pika do by
 // default (amqplib leaves it on). With it on, a publish sent right after a delivery waits in the
 // client for the TCP ACK of the previous publish, which the broker's kernel sends with its next reply,
@@ -42,19 +41,9 @@ const latencySocket = { noDelay: true };
 // broker (and the amqplib client) is still warming up in its first thousand or so.
 const warmUpRoundTrips = 2000;
 const e2eCount = 10_000;
-// Throughput cases: one unmeasured run (JIT warm-up of the broker and of the amqplib client, which
-// would otherwise be colder for whichever broker goes first), then the median of these runs.
-const throughputRuns = 3;
 const prefetch = 100;
-const caseTimeoutMs = 60_000;
 const rabbitStartTimeoutMs = 60_000;
 const rabbitStopTimeoutMs = 20_000;
-
-function withTimeout<T>(promise: Promise<T>, label: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`${label}: timed out after ${caseTimeoutMs} ms`)), caseTimeoutMs); });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
 
 async function sendWithBackpressure(channel: ConfirmChannel, queue: string): Promise<void> {
   if (!channel.sendToQueue(queue, body, { persistent: true })) {
@@ -87,22 +76,6 @@ async function pipelined(url: string, connections: number, total: number): Promi
   } finally {
     for (const model of models) await model.close().catch(() => undefined);
   }
-}
-
-/** A sequential round trip kept open across slices: `open` warms it up, `sample` measures, `close` cleans up. */
-interface RoundTripCase {
-  sample(count: number): Promise<number[]>;
-  close(): Promise<void>;
-}
-
-async function timeRoundTrips(count: number, roundTrip: () => Promise<void>): Promise<number[]> {
-  const samples: number[] = [];
-  for (let i = 0; i < count; i++) {
-    const started = performance.now();
-    await roundTrip();
-    samples.push(performance.now() - started);
-  }
-  return samples;
 }
 
 async function openSequentialConfirms(url: string): Promise<RoundTripCase> {
@@ -195,43 +168,13 @@ interface AmqpResults {
   readonly endToEndLatency: LatencySummary;
 }
 
-/**
- * Runs `run` for every broker in turn: one unmeasured round, then
- * `throughputRuns` measured rounds, brokers alternating within each round so
- * that both meet the same disk and CPU conditions; returns each broker's median.
- */
-async function medianRuns<T extends number | { rate: number }>(label: string, urls: readonly string[], run: (url: string) => Promise<T>): Promise<T[]> {
-  for (const url of urls) await withTimeout(run(url), `${label} (warm-up)`);
-  const results: T[][] = urls.map(() => []);
-  for (let round = 0; round < throughputRuns; round++) {
-    for (const [i, url] of urls.entries()) results[i]!.push(await withTimeout(run(url), label));
-  }
-  const rateOf = (r: T): number => (typeof r === 'number' ? r : r.rate);
-  return results.map((runs) => runs.sort((a, b) => rateOf(a) - rateOf(b))[Math.floor(runs.length / 2)]!);
-}
-
-/** Opens (and warms up) the case on every broker, then takes the samples in alternating slices. */
-async function interleavedLatency(label: string, urls: readonly string[], open: (url: string) => Promise<RoundTripCase>): Promise<LatencySummary[]> {
-  const cases: RoundTripCase[] = [];
-  try {
-    for (const url of urls) cases.push(await withTimeout(open(url), `${label} (warm-up)`));
-    const samples: number[][] = urls.map(() => []);
-    for (let slice = 0; slice < latencySlices; slice++) {
-      for (const [i, c] of cases.entries()) samples[i]!.push(...(await withTimeout(c.sample(latencyCount / latencySlices), label)));
-    }
-    return samples.map(summarize);
-  } finally {
-    for (const c of cases) await c.close();
-  }
-}
-
 /** Every case on every broker (urls[0] is Cairn); results in the same order. */
 async function runCases(urls: readonly string[]): Promise<AmqpResults[]> {
   const pipelinedOne = await medianRuns('pipelined x1', urls, (url) => pipelined(url, 1, pipelinedCount));
   const pipelinedMany = await medianRuns(`pipelined x${connectionsParallel}`, urls, (url) => pipelined(url, connectionsParallel, pipelinedCount));
-  const sequential = await interleavedLatency('sequential confirms', urls, openSequentialConfirms);
+  const sequential = await interleavedLatency('sequential confirms', urls, latencyCount, openSequentialConfirms);
   const endToEnd = await medianRuns('end-to-end throughput', urls, endToEndThroughput);
-  const endToEndRoundTrips = await interleavedLatency('end-to-end latency', urls, openEndToEndLatency);
+  const endToEndRoundTrips = await interleavedLatency('end-to-end latency', urls, latencyCount, openEndToEndLatency);
   return urls.map((_, i) => ({ pipelinedOne: pipelinedOne[i]!, pipelinedMany: pipelinedMany[i]!, sequential: sequential[i]!, endToEnd: endToEnd[i]!, endToEndLatency: endToEndRoundTrips[i]! }));
 }
 

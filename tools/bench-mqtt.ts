@@ -4,11 +4,15 @@
  * Mosquitto side by side. One run prints one table:
  *   - raw `write(100 B) + fdatasync` latency on the same disk (the floor for
  *     any per-message durable write);
- *   - 500 sequential QoS 1 publishes, each awaiting its PUBACK, with no
- *     subscriber and with one offline persistent subscriber (clean=false,
- *     subscribed at QoS 1, then disconnected: the durable path);
+ *   - 2,000 sequential QoS 1 publishes (after 2,000 unmeasured), each
+ *     awaiting its PUBACK, with no subscriber and with one offline persistent
+ *     subscriber (clean=false, subscribed at QoS 1, then disconnected: the
+ *     durable path);
  *   - QoS 0 and QoS 1 throughput publisher → live clean subscriber
- *     (20,000 messages of 100 B, counted at the subscriber).
+ *     (20,000 messages of 100 B, counted at the subscriber; median of three
+ *     after one unmeasured run).
+ * Both brokers run side by side and every case alternates between them
+ * (bench-side-by-side.ts).
  * Mosquitto runs with `persistence false`; even with persistence on it saves
  * periodically, never fsyncing per message, so it is not doing the same work.
  * Nothing is installed here: without `mosquitto` its column is skipped.
@@ -20,27 +24,17 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import { join } from 'node:path';
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
+import { interleavedLatency, medianRuns, summarize, throughputRuns, timeRoundTrips, type LatencySummary, type RoundTripCase } from './bench-side-by-side.js';
 import { startCairnProcess, stopChild, type CairnProcess } from './cairn-process.js';
 
 const payload = Buffer.alloc(100, 0x61);
-const latencyCount = 500;
+const latencyCount = 2000;
+// Unmeasured publishes before each latency case, the same for both brokers (JIT warm-up).
+const warmUpPublishes = 2000;
 const throughputCount = 20_000;
 const stallMs = 5_000;
 
 // ---- shared helpers (also used by bench-amqp.ts) ---------------------------
-
-export function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
-  return sorted[index]!;
-}
-
-export interface LatencySummary { readonly p50: number; readonly p99: number; readonly count: number }
-
-export function summarize(samples: readonly number[]): LatencySummary {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), count: sorted.length };
-}
 
 export function benchBaseDir(): string {
   return process.env['CAIRN_BENCH_DIR'] ?? os.tmpdir();
@@ -142,32 +136,28 @@ function connect(port: number, clientId: string, clean = true): Promise<MqttClie
   return mqtt.connectAsync(options);
 }
 
-async function sequentialQos1(port: number, topic: string): Promise<LatencySummary> {
+/** Sequential QoS 1 publishes, each awaiting its PUBACK. */
+async function openSequentialQos1(port: number, topic: string, afterClose: () => Promise<void> = () => Promise.resolve()): Promise<RoundTripCase> {
   const publisher = await connect(port, `bench-pub-${topic}`);
-  try {
-    for (let i = 0; i < 20; i++) await publisher.publishAsync(topic, payload, { qos: 1 });
-    const samples: number[] = [];
-    for (let i = 0; i < latencyCount; i++) {
-      const started = performance.now();
-      await publisher.publishAsync(topic, payload, { qos: 1 });
-      samples.push(performance.now() - started);
-    }
-    return summarize(samples);
-  } finally {
-    await publisher.endAsync();
-  }
+  const publishOne = async (): Promise<void> => { await publisher.publishAsync(topic, payload, { qos: 1 }); };
+  for (let i = 0; i < warmUpPublishes; i++) await publishOne();
+  return {
+    sample: (count) => timeRoundTrips(count, publishOne),
+    close: async () => {
+      await publisher.endAsync();
+      await afterClose();
+    },
+  };
 }
 
-async function offlineSubscriberQos1(port: number, topic: string): Promise<LatencySummary> {
+/** The same with one offline persistent subscriber (clean=false, QoS 1): every publish is stored for it. */
+async function openOfflineSubscriberQos1(port: number, topic: string): Promise<RoundTripCase> {
   const clientId = `bench-offline-${topic}`;
   const subscriber = await connect(port, clientId, false);
   await subscriber.subscribeAsync(topic, { qos: 1 });
   await subscriber.endAsync();
-  const result = await sequentialQos1(port, topic);
-  // Drop the stored session and its queued messages.
-  const cleaner = await connect(port, clientId, true);
-  await cleaner.endAsync();
-  return result;
+  // Closing drops the stored session and its queued messages.
+  return openSequentialQos1(port, topic, async () => (await connect(port, clientId, true)).endAsync());
 }
 
 interface Throughput { readonly rate: number; readonly received: number; readonly acked: number }
@@ -214,47 +204,38 @@ interface MqttResults {
   readonly qos1: Throughput;
 }
 
-async function runCases(port: number): Promise<MqttResults> {
-  const noSub = await sequentialQos1(port, 'bench/nosub');
-  const offline = await offlineSubscriberQos1(port, 'bench/offline');
-  const qos0 = await throughput(port, 'bench/tput0', 0);
-  const qos1 = await throughput(port, 'bench/tput1', 1);
-  return { noSub, offline, qos0, qos1 };
+/** Every case on every broker (ports[0] is Cairn), alternating between them; results in the same order. */
+async function runCases(ports: readonly number[]): Promise<MqttResults[]> {
+  const noSub = await interleavedLatency('QoS 1, no subscriber', ports, latencyCount, (port) => openSequentialQos1(port, 'bench/nosub'));
+  const offline = await interleavedLatency('QoS 1, offline subscriber', ports, latencyCount, (port) => openOfflineSubscriberQos1(port, 'bench/offline'));
+  const qos0 = await medianRuns('QoS 0 throughput', ports, (port) => throughput(port, 'bench/tput0', 0));
+  const qos1 = await medianRuns('QoS 1 throughput', ports, (port) => throughput(port, 'bench/tput1', 1));
+  return ports.map((_, i) => ({ noSub: noSub[i]!, offline: offline[i]!, qos0: qos0[i]!, qos1: qos1[i]! }));
 }
 
 export async function benchMqtt(): Promise<void> {
   const raw = rawFdatasync(500);
 
   const cairnData = tempDir('cairn-bench-mqtt-');
+  const mosquittoDir = tempDir('cairn-bench-mosquitto-');
   let cairn: MqttResults;
+  let mosquitto: MqttResults | undefined;
+  const mosquittoNote = commandExists('mosquitto')
+    ? 'Mosquitto: persistence false (its persistence, when on, is a periodic snapshot, never a per-message fsync); both brokers run side by side and each case alternates between them.'
+    : 'mosquitto not installed: Mosquitto column skipped.';
   try {
     const broker = await startCairn(cairnData.dir);
+    let other: { port: number; stop(): Promise<void> } | undefined;
     try {
-      cairn = await runCases(broker.mqttPort);
+      if (commandExists('mosquitto')) other = await startMosquitto(mosquittoDir.dir);
+      [cairn, mosquitto] = (await runCases(other === undefined ? [broker.mqttPort] : [broker.mqttPort, other.port])) as [MqttResults, MqttResults | undefined];
     } finally {
       await broker.stop();
+      await other?.stop();
     }
   } finally {
     cairnData.remove();
-  }
-
-  let mosquitto: MqttResults | undefined;
-  let mosquittoNote: string;
-  if (commandExists('mosquitto')) {
-    const mosquittoDir = tempDir('cairn-bench-mosquitto-');
-    try {
-      const broker = await startMosquitto(mosquittoDir.dir);
-      try {
-        mosquitto = await runCases(broker.port);
-      } finally {
-        await broker.stop();
-      }
-      mosquittoNote = 'Mosquitto: persistence false; its persistence, when on, is a periodic snapshot, never a per-message fsync.';
-    } finally {
-      mosquittoDir.remove();
-    }
-  } else {
-    mosquittoNote = 'mosquitto not installed: Mosquitto column skipped.';
+    mosquittoDir.remove();
   }
 
   const ms = (value: number): string => `${fmt(value, 3)} ms`;
@@ -276,7 +257,7 @@ export async function benchMqtt(): Promise<void> {
   throughputRow('QoS 0 pub->sub throughput', (r) => r.qos0);
   throughputRow('QoS 1 pub->sub throughput', (r) => r.qos1);
 
-  console.log(`MQTT: ${latencyCount} sequential publishes per latency case, ${throughputCount} x 100 B per throughput case; disk: ${benchBaseDir()}`);
+  console.log(`MQTT: ${latencyCount} sequential publishes per latency case (after ${warmUpPublishes} unmeasured), ${throughputCount} x 100 B per throughput case (median of ${throughputRuns}); disk: ${benchBaseDir()}`);
   printTable(rows);
   console.log(`Latency ratios > 1: Cairn slower; throughput ratios > 1: Cairn faster. Offline-sub case is Cairn's durable path (fsync per publish).`);
   console.log(mosquittoNote);
