@@ -131,11 +131,12 @@ export class Committer {
   }
 
   commitQuietly(records: readonly PendingRecord[]): void {
-    const logged = (error: unknown): void => this.logger.error({ err: error }, 'a record nobody waits for could not be made durable');
-    if (this.log.failed) return logged(this.failedError());
+    if (this.log.failed) return this.logQuietFailure(this.failedError());
     this.flushSettled();
-    this.appendAndApply(records, true).catch(logged);
+    this.appendAndApply(records, true).catch(this.logQuietFailure);
   }
+
+  private readonly logQuietFailure = (error: unknown): void => this.logger.error({ err: error }, 'a record nobody waits for could not be made durable');
 
   /** Resolves when everything committed so far is durable (or failed). */
   settled(): Promise<unknown> {

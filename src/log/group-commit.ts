@@ -177,10 +177,9 @@ export class GroupCommit {
     if (lsn <= this.durableLsnValue) return Promise.resolve();
     if (this.failure !== undefined) return Promise.reject(this.failure);
     assert(lsn < this.nextLsnValue, 'cannot wait for an LSN that has not been appended');
-    if (lsn > this.urgentLsn) this.urgentLsn = lsn;
     const promise = this.enqueue<void>(lsn, undefined);
     // Already written and only waiting for a lazy sync: sync now.
-    this.startSync();
+    this.syncUpTo(lsn);
     return promise;
   }
 
@@ -286,9 +285,14 @@ export class GroupCommit {
 
   private readonly lazySyncTask = (): void => {
     this.lazySyncTimer = undefined;
-    if (this.writtenLsnValue > this.urgentLsn) this.urgentLsn = this.writtenLsnValue;
-    this.startSync();
+    this.syncUpTo(this.writtenLsnValue);
   };
+
+  /** Somebody waits on everything up to `lsn` now: lazy records included, sync as soon as the disk lane allows. */
+  private syncUpTo(lsn: Lsn): void {
+    if (lsn > this.urgentLsn) this.urgentLsn = lsn;
+    this.startSync();
+  }
 
   private needsRoll(): boolean {
     const state = this.active.state;
@@ -297,11 +301,8 @@ export class GroupCommit {
 
   private rollWhenDurable(): void {
     // The sync (or fill) completion calls pump again, which comes back here.
-    if (this.durableLsnValue < this.writtenLsnValue) {
-      // Lazy records must not hold up the roll (and the records behind it) for lazySyncDelayMs.
-      if (this.writtenLsnValue > this.urgentLsn) this.urgentLsn = this.writtenLsnValue;
-      return this.startSync();
-    }
+    // Lazy records must not hold up the roll (and the records behind it) for lazySyncDelayMs.
+    if (this.durableLsnValue < this.writtenLsnValue) return this.syncUpTo(this.writtenLsnValue);
     if (this.syncing || this.zeroFill?.busy === true) return;
     this.writing = true;
     this.options.roll(this.writtenLsnValue + 1, this.active).then(
