@@ -30,7 +30,7 @@ export interface ReplayBase {
 export function replayBase(source: LogSource, lsn: number): ReplayBase | undefined {
   const candidates = source.reader.snapshots().filter((s) => s.valid && s.lsn <= lsn && s.lsn + 1 >= source.firstLsn).sort((a, b) => b.lsn - a.lsn);
   for (const candidate of candidates) {
-    const loaded = readSnapshotFile(source.reader.dir, candidate.file, candidate.lsn);
+    const loaded = readSnapshotFile(source.reader.fileSystem, source.reader.dir, candidate.file, candidate.lsn);
     if (!('invalid' in loaded)) return { snapshotLsn: loaded.lsn, data: loaded.data };
   }
   return source.firstLsn === 1 ? { snapshotLsn: 0, data: undefined } : undefined;

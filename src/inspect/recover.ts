@@ -13,6 +13,7 @@
  */
 import * as fs from 'node:fs';
 import { resolve } from 'node:path';
+import { nodeFileSystem } from '../log/file-system.js';
 import { SegmentedLog, type AppendRecord } from '../log/index.js';
 import { createSegment } from '../log/segment.js';
 import { writeSnapshotFile } from '../log/snapshot.js';
@@ -41,8 +42,8 @@ export async function runRecoverCommand(args: readonly string[], io: InspectIo):
 
   await fs.promises.mkdir(toDir, { recursive: true });
   if (base.data !== undefined) {
-    await writeSnapshotFile(toDir, base.snapshotLsn, base.data);
-    fs.closeSync(await createSegment(toDir, base.snapshotLsn + 1));
+    await writeSnapshotFile(nodeFileSystem, toDir, base.snapshotLsn, base.data);
+    fs.closeSync(await createSegment(nodeFileSystem, toDir, base.snapshotLsn + 1));
   }
   const copied = await copyRecords(source.reader, toDir, base.snapshotLsn, target, io);
   const from = base.snapshotLsn > 0 ? `snapshot at LSN ${base.snapshotLsn} + records ${base.snapshotLsn + 1}..${target}` : `records 1..${target}`;

@@ -9,8 +9,8 @@
  * decided by recovery.ts. Zero-filled space after the last frame is the end
  * of the segment, not a bad frame (see zero-tail.ts).
  */
-import * as fs from 'node:fs';
 import { nextChunkOwner } from './checksum.js';
+import type { LogFileSystem } from './file-system.js';
 import {
   chunkFrameChecksumMatches, frameBytesMin, frameKindIn, frameLength, frameLengthIn, frameLsn, frameLsnIn, frameTimestampIn, isPlausibleFrameLength, type Lsn,
 } from './record.js';
@@ -59,6 +59,7 @@ export class SegmentCursor {
   private bufferBytes = 0;
 
   constructor(
+    private readonly fileSystem: LogFileSystem,
     private readonly fd: number,
     /** File offset of the next frame. */
     private position: number,
@@ -112,7 +113,7 @@ export class SegmentCursor {
 
   private fail(reason: string, length: number | undefined, checksumValid: boolean): CursorStatus {
     // Only zeros from here on: zero-filled space after the last frame (zero-tail.ts), the segment's end.
-    if (this.zeroTailIsEnd && nonZeroEnd(this.fd, this.position, this.end) === this.position) {
+    if (this.zeroTailIsEnd && nonZeroEnd(this.fileSystem, this.fd, this.position, this.end) === this.position) {
       this.end = this.position;
       return cursorEnd;
     }
@@ -144,7 +145,7 @@ export class SegmentCursor {
     this.bufferBytes = keep;
     const wanted = Math.min(this.buffer.length, this.end - position);
     while (this.bufferBytes < wanted) {
-      const read = fs.readSync(this.fd, this.buffer, this.bufferBytes, wanted - this.bufferBytes, position + this.bufferBytes);
+      const read = this.fileSystem.readSync(this.fd, this.buffer, this.bufferBytes, wanted - this.bufferBytes, position + this.bufferBytes);
       if (read === 0) break;
       this.bufferBytes += read;
     }
@@ -153,8 +154,8 @@ export class SegmentCursor {
 }
 
 /** True when a whole, valid frame carrying `expectedLsn` starts at `offset`. */
-export function isValidFrameAt(fd: number, offset: number, end: number, expectedLsn: Lsn): boolean {
-  const probe = new SegmentCursor(fd, offset, end, expectedLsn, 64 * 1024, false);
+export function isValidFrameAt(fileSystem: LogFileSystem, fd: number, offset: number, end: number, expectedLsn: Lsn): boolean {
+  const probe = new SegmentCursor(fileSystem, fd, offset, end, expectedLsn, 64 * 1024, false);
   return probe.next() === cursorFrame;
 }
 
@@ -168,16 +169,16 @@ export function isValidFrameAt(fd: number, offset: number, end: number, expected
  * to `end`; only offsets before `startsBefore` are tried (a zero-filled end
  * holds no frame start).
  */
-export function findValidFrameAfter(fd: number, from: number, end: number, afterLsn: Lsn, startsBefore = end): { offset: number; lsn: Lsn } | undefined {
+export function findValidFrameAfter(fileSystem: LogFileSystem, fd: number, from: number, end: number, afterLsn: Lsn, startsBefore = end): { offset: number; lsn: Lsn } | undefined {
   const probeBytes = 20;
   const lsnMax = afterLsn + Math.ceil((end - from) / frameBytesMin);
   const chunk = Buffer.allocUnsafe(readChunkBytes);
   for (let chunkStart = from; chunkStart + probeBytes <= end && chunkStart < startsBefore; chunkStart += chunk.length - probeBytes) {
-    const bytes = fs.readSync(fd, chunk, 0, Math.min(chunk.length, end - chunkStart), chunkStart);
+    const bytes = fileSystem.readSync(fd, chunk, 0, Math.min(chunk.length, end - chunkStart), chunkStart);
     for (let at = 0; at + probeBytes <= bytes && chunkStart + at < startsBefore; at++) {
       const lsn = frameLsn(chunk, at);
       if (lsn <= afterLsn || lsn > lsnMax || !isPlausibleFrameLength(frameLength(chunk, at))) continue;
-      if (isValidFrameAt(fd, chunkStart + at, end, lsn)) return { offset: chunkStart + at, lsn };
+      if (isValidFrameAt(fileSystem, fd, chunkStart + at, end, lsn)) return { offset: chunkStart + at, lsn };
     }
     if (bytes < chunk.length) break;
   }

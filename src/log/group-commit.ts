@@ -26,11 +26,10 @@
  * A failed write or sync is fatal (see errors.ts: LogFailedError): every
  * outstanding promise rejects and every later append is refused.
  */
-import * as fs from 'node:fs';
 import { assert } from '../assert.js';
 import type { Logger } from '../logger.js';
 import { LogClosedError, toLogFailedError, type LogFailedError } from './errors.js';
-import { nodeFileSystem, writeFully, type LogFileSystem } from './file-system.js';
+import { nodeFileSystem, writeFully, writeFullySync, type LogFileSystem } from './file-system.js';
 import { assertFramesIntact, checkAppendRecord, encodeBody, frameHeaderBytes, writeFrameIn, type AppendRecord, type Lsn } from './record.js';
 import type { SegmentState } from './segment.js';
 import { ZeroFill, type ZeroFillSizes } from './zero-fill.js';
@@ -236,7 +235,7 @@ export class GroupCommit {
     this.writing = true;
     const segment = this.active;
     if (this.options.fileSystem === nodeFileSystem && batch.length <= syncWriteBytesMax) {
-      this.afterWrite(writeFullySync(segment.fd, batch.buffer, batch.length, segment.state.bytes), batch, segment);
+      this.afterWrite(writeFullySync(this.options.fileSystem, segment.fd, batch.buffer, batch.length, segment.state.bytes), batch, segment);
       return;
     }
     writeFully(this.options.fileSystem, segment.fd, batch.buffer, batch.length, segment.state.bytes, (error) => this.afterWrite(error, batch, segment));
@@ -370,21 +369,6 @@ export class GroupCommit {
     const callbacks = this.idleCallbacks;
     this.idleCallbacks = [];
     for (const callback of callbacks) callback();
-  }
-}
-
-/** writeFully for the synchronous path: the error (or null) instead of a callback. */
-function writeFullySync(fd: number, buffer: Buffer, length: number, position: number): unknown {
-  try {
-    let written = 0;
-    while (written < length) {
-      const bytesWritten = fs.writeSync(fd, buffer, written, length - written, position + written);
-      if (bytesWritten <= 0) return new Error(`write made no progress at byte ${position + written}`);
-      written += bytesWritten;
-    }
-    return null;
-  } catch (error: unknown) {
-    return error;
   }
 }
 

@@ -19,4 +19,4 @@ export {
   LogClosedError,
   InvalidRecordError,
 } from './errors.js';
-export type { LogFileSystem } from './file-system.js';
+export { nodeFileSystem, type LogFileSystem } from './file-system.js';

@@ -38,6 +38,7 @@ function errnoError(code: string): NodeJS.ErrnoException {
 function faultyFileSystem(fault: { call: 'write' | 'fdatasync'; nth: number; code: string; delayMs?: number }): LogFileSystem & { calls: { write: number; fdatasync: number } } {
   const calls = { write: 0, fdatasync: 0 };
   return {
+    ...nodeFileSystem,
     calls,
     write: (fd, buffer, offset, length, position, callback) => {
       calls.write += 1;
@@ -143,6 +144,7 @@ describe('zero fill on a full disk', () => {
     let refusedFills = 0;
     // ENOSPC for the fill's writes (all zeros); the log's own frames are never all zeros.
     const fileSystem: LogFileSystem = {
+      ...nodeFileSystem,
       write: (fd, buffer, offset, length, position, callback) => {
         if (buffer.subarray(offset, offset + length).every((b) => b === 0)) {
           refusedFills += 1;
@@ -150,7 +152,6 @@ describe('zero fill on a full disk', () => {
         }
         nodeFileSystem.write(fd, buffer, offset, length, position, callback);
       },
-      fdatasync: nodeFileSystem.fdatasync,
     };
     const log = await SegmentedLog.open({ dir, segmentBytesMax: 1 << 20, fileSystem, preallocate: true, logger });
     const payload = new Uint8Array(4096).fill(7);

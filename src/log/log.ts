@@ -10,18 +10,16 @@
  * - A snapshot never covers a record that is not durable yet.
  * - The last segment is never removed, so nextLsn survives any retention.
  */
-import * as fs from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { silentLogger, type Logger } from '../logger.js';
 import { CorruptRecordError, LogClosedError, LogError, LogInconsistentError, NotACairnLogError, type LogFailedError } from './errors.js';
-import { nodeFileSystem, type LogFileSystem } from './file-system.js';
+import { fsyncDirectory, nodeFileSystem, writeAllAsync, type LogFileSystem } from './file-system.js';
 import { GroupCommit, type ActiveSegment } from './group-commit.js';
 import { checkReadFrom, readRecords, type ReadFrom } from './read.js';
 import { recoverSegments, scanSegment } from './recovery.js';
 import type { AppendRecord, LogRecord, Lsn } from './record.js';
 import { countRemovableSegments, removeOrArchive } from './retention.js';
-import { createSegment, fsyncDirectory, listDataDirectory, segmentFileName, segmentHeaderBytes, toSegmentInfo, type SegmentInfo, type SegmentState } from './segment.js';
+import { createSegment, listDataDirectory, segmentFileName, segmentHeaderBytes, toSegmentInfo, type SegmentInfo, type SegmentState } from './segment.js';
 import { loadNewestValidSnapshot, writeSnapshotFile, type Snapshot } from './snapshot.js';
 import { zeroBuffer, zeroFillSizes, type ZeroFillSizes } from './zero-fill.js';
 
@@ -38,7 +36,7 @@ export interface LogOptions {
   logger?: Logger;
   /** Wall clock for retention by age. Default Date.now. */
   clock?: () => number;
-  /** Internal (tests): the append path's file-system calls, to inject write and fsync failures. */
+  /** Internal (tests): every file-system call the log makes, to inject failures or simulate power loss (file-system.ts). */
   fileSystem?: LogFileSystem;
   /** Internal (benchmarks): write batch k+1 while batch k syncs. Default true. */
   pipeline?: boolean;
@@ -66,14 +64,6 @@ interface Settings {
   readonly onSync: ((seconds: number, records: number) => void) | undefined;
   readonly zeroFill: ZeroFillSizes | undefined;
 }
-
-const closeAsync = promisify(fs.close);
-const openAsync = promisify(fs.open);
-const fsyncAsync = promisify(fs.fsync);
-const fstatAsync = promisify(fs.fstat);
-const ftruncateAsync = promisify(fs.ftruncate);
-const writeAsync = promisify(fs.write);
-const unlinkAsync = promisify(fs.unlink);
 
 export class SegmentedLog {
   private readonly commit: GroupCommit;
@@ -103,38 +93,38 @@ export class SegmentedLog {
 
   static async open(options: LogOptions): Promise<SegmentedLog> {
     const settings = resolveSettings(options);
-    const { dir, logger } = settings;
-    await fs.promises.mkdir(dir, { recursive: true });
-    const listing = listDataDirectory(dir);
+    const { dir, logger, fileSystem } = settings;
+    await fileSystem.mkdirAsync(dir);
+    const listing = listDataDirectory(fileSystem, dir);
     // After the listing: an archive directory inside the data directory must not make a fresh one look foreign.
-    if (settings.archiveDir !== undefined) await fs.promises.mkdir(settings.archiveDir, { recursive: true });
+    if (settings.archiveDir !== undefined) await fileSystem.mkdirAsync(settings.archiveDir);
     if (listing.segments.length === 0) {
       const others = [...listing.snapshots.map((s) => s.file), ...listing.snapshotTemporaries, ...listing.foreign];
       if (others.length > 0) throw new NotACairnLogError(dir, others);
       const zeros = initialZeros(settings);
-      const fd = await createSegment(dir, 1, zeros === undefined ? {} : { zeros });
+      const fd = await createSegment(fileSystem, dir, 1, zeros === undefined ? {} : { zeros });
       logger.info({ dir }, 'created a new log');
       const state = { file: segmentFileName(1), firstLsn: 1, lastLsn: 0, bytes: segmentHeaderBytes, timestamps: undefined };
       return new SegmentedLog(settings, [state], fd, segmentHeaderBytes + (zeros?.length ?? 0), undefined);
     }
     const foreign = listing.foreign.filter((name) => settings.archiveDir === undefined || join(dir, name) !== join(settings.archiveDir));
     if (foreign.length > 0) logger.warn({ dir, files: foreign }, 'the log directory holds files that are not part of the log; leaving them alone');
-    await removeSnapshotTemporaries(dir, listing.snapshotTemporaries, logger);
-    const snapshot = loadNewestValidSnapshot(dir, listing.snapshots, logger);
-    const { segments, tornTail } = recoverSegments(dir, listing.segments, (snapshot?.lsn ?? 0) + 1, logger);
+    await removeSnapshotTemporaries(fileSystem, dir, listing.snapshotTemporaries, logger);
+    const snapshot = loadNewestValidSnapshot(fileSystem, dir, listing.snapshots, logger);
+    const { segments, tornTail } = recoverSegments(fileSystem, dir, listing.segments, (snapshot?.lsn ?? 0) + 1, logger);
     checkSnapshotFits(snapshot, segments);
     const last = segments[segments.length - 1]!;
-    const fd = await openAsync(join(dir, last.file), 'r+');
+    const fd = await fileSystem.openAsync(join(dir, last.file), 'r+');
     // After the last frame there are only zeros now (recovery truncated anything else): zero-fill ahead of
     // the writer as a new segment would be, unless the file already has that much.
     const zeros = initialZeros(settings);
-    let size = (await fstatAsync(fd)).size;
+    let size = (await fileSystem.fstatAsync(fd)).size;
     if (zeros !== undefined && size < last.bytes + zeros.length) {
-      await writeAsync(fd, zeros, 0, zeros.length, last.bytes);
+      await writeAllAsync(fileSystem, fd, [zeros], last.bytes, 'zero fill');
       size = last.bytes + zeros.length;
     }
     // Everything on disk now counts as durable: make it so (the crash may have come before the last fdatasync).
-    await fsyncAsync(fd);
+    await fileSystem.fsyncAsync(fd);
     logger.info({ dir, segments: segments.length, firstLsn: segments[0]!.firstLsn, nextLsn: last.lastLsn + 1, snapshotLsn: snapshot?.lsn, tornTail }, 'opened the log');
     return new SegmentedLog(settings, segments, fd, size, snapshot?.lsn);
   }
@@ -180,7 +170,7 @@ export class SegmentedLog {
   read(from: ReadFrom = {}): IterableIterator<LogRecord> {
     checkReadFrom(from);
     const view = this.segmentList.map((s) => ({ file: s.file, firstLsn: s.firstLsn, lastLsn: s.lastLsn, bytes: s.bytes, maxTimestamp: s.timestamps?.max }));
-    return readRecords(this.settings.dir, view, from);
+    return readRecords(this.settings.fileSystem, this.settings.dir, view, from);
   }
 
   segments(): SegmentInfo[] {
@@ -195,7 +185,7 @@ export class SegmentedLog {
     }
     return this.exclusively(async () => {
       await this.commit.waitDurable(lsn);
-      const file = await writeSnapshotFile(this.settings.dir, lsn, data);
+      const file = await writeSnapshotFile(this.settings.fileSystem, this.settings.dir, lsn, data);
       if (this.newestSnapshotLsn === undefined || lsn > this.newestSnapshotLsn) this.newestSnapshotLsn = lsn;
       this.settings.logger.info({ snapshot: file, lsn, bytes: data.length }, 'snapshot written');
     });
@@ -203,7 +193,8 @@ export class SegmentedLog {
 
   /** The newest valid snapshot; a half-written or corrupt one is logged and skipped. */
   loadSnapshot(): Snapshot | undefined {
-    const snapshot = loadNewestValidSnapshot(this.settings.dir, listDataDirectory(this.settings.dir).snapshots, this.settings.logger);
+    const { fileSystem, dir, logger } = this.settings;
+    const snapshot = loadNewestValidSnapshot(fileSystem, dir, listDataDirectory(fileSystem, dir).snapshots, logger);
     return snapshot === undefined ? undefined : { lsn: snapshot.lsn, data: snapshot.data };
   }
 
@@ -222,37 +213,38 @@ export class SegmentedLog {
   private async shutDown(): Promise<void> {
     await this.commit.close();
     await this.maintenance.catch(() => undefined);
-    await closeAsync(this.commit.activeSegment.fd);
+    await this.settings.fileSystem.closeAsync(this.commit.activeSegment.fd);
   }
 
   private async roll(firstLsn: Lsn, previous: ActiveSegment): Promise<ActiveSegment> {
     // A sealed segment ends with its last frame: its zero-filled space goes, durably, before the next segment exists.
-    if ((await fstatAsync(previous.fd)).size > previous.state.bytes) {
-      await ftruncateAsync(previous.fd, previous.state.bytes);
-      await fsyncAsync(previous.fd);
+    const { fileSystem } = this.settings;
+    if ((await fileSystem.fstatAsync(previous.fd)).size > previous.state.bytes) {
+      await fileSystem.ftruncateAsync(previous.fd, previous.state.bytes);
+      await fileSystem.fsyncAsync(previous.fd);
     }
     const zeros = initialZeros(this.settings);
-    const fd = await createSegment(this.settings.dir, firstLsn, zeros === undefined ? {} : { zeros });
+    const fd = await createSegment(fileSystem, this.settings.dir, firstLsn, zeros === undefined ? {} : { zeros });
     const state: SegmentState = { file: segmentFileName(firstLsn), firstLsn, lastLsn: firstLsn - 1, bytes: segmentHeaderBytes, timestamps: undefined };
     this.segmentList.push(state);
-    await closeAsync(previous.fd);
+    await fileSystem.closeAsync(previous.fd);
     this.settings.logger.debug({ segment: state.file, previous: previous.state.file, previousBytes: previous.state.bytes }, 'rolled to a new segment');
     return { fd, state, fileBytes: segmentHeaderBytes + (zeros?.length ?? 0) };
   }
 
   private async retain(): Promise<{ removed: string[]; archived: string[] }> {
-    const { dir, archiveDir, logger } = this.settings;
+    const { dir, archiveDir, logger, fileSystem } = this.settings;
     const snapshotLsn = this.newestSnapshotLsn;
     if (snapshotLsn === undefined) return { removed: [], archived: [] };
     if (this.settings.retentionMs !== undefined) this.learnTimestamps(snapshotLsn);
     const candidates = this.segmentList.map((s) => ({ bytes: s.bytes, firstLsn: s.firstLsn, lastLsn: s.lastLsn, maxTimestamp: s.timestamps?.max }));
     // Snapshot files appear only by rename of a complete, fsynced temp file, so their names are trusted here.
-    const snapshots = listDataDirectory(dir).snapshots.filter((s) => s.lsn <= snapshotLsn);
+    const snapshots = listDataDirectory(fileSystem, dir).snapshots.filter((s) => s.lsn <= snapshotLsn);
     const count = countRemovableSegments(candidates, snapshots.map((s) => s.lsn), this.settings, this.settings.clock());
     // Forget the segments first, so no read started from now on can reach them.
     const files = this.segmentList.splice(0, count).map((s) => s.file);
     const obsoleteSnapshots = snapshots.filter((s) => s.lsn < snapshotLsn && s.lsn + 1 < this.firstLsn).map((s) => s.file);
-    const result = await removeOrArchive(dir, archiveDir, [...files, ...obsoleteSnapshots]);
+    const result = await removeOrArchive(fileSystem, dir, archiveDir, [...files, ...obsoleteSnapshots]);
     if (files.length + obsoleteSnapshots.length > 0) logger.info({ ...result, firstLsn: this.firstLsn, snapshotLsn }, 'retention applied');
     return result;
   }
@@ -262,7 +254,7 @@ export class SegmentedLog {
     for (const segment of this.segmentList.slice(0, -1)) {
       if (segment.lastLsn > snapshotLsn) break;
       if (segment.timestamps !== undefined || segment.lastLsn < segment.firstLsn) continue;
-      const scan = scanSegment(this.settings.dir, segment.file, segment.firstLsn, segment.bytes);
+      const scan = scanSegment(this.settings.fileSystem, this.settings.dir, segment.file, segment.firstLsn, segment.bytes);
       if (scan.bad !== undefined) throw new CorruptRecordError(segment.file, scan.bad.lsn, scan.bad.offset, scan.bad.reason);
       segment.timestamps = scan.timestamps;
     }
@@ -321,10 +313,10 @@ function checkSnapshotFits(snapshot: Snapshot | undefined, segments: readonly Se
 }
 
 /** A `.snap.tmp` is a snapshot write that a crash interrupted; the previous snapshot still stands. */
-async function removeSnapshotTemporaries(dir: string, files: readonly string[], logger: Logger): Promise<void> {
-  for (const file of files) await unlinkAsync(join(dir, file));
+async function removeSnapshotTemporaries(fileSystem: LogFileSystem, dir: string, files: readonly string[], logger: Logger): Promise<void> {
+  for (const file of files) await fileSystem.unlinkAsync(join(dir, file));
   if (files.length > 0) {
-    await fsyncDirectory(dir);
+    await fsyncDirectory(fileSystem, dir);
     logger.warn({ files }, 'removed interrupted snapshot writes');
   }
 }

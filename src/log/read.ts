@@ -9,10 +9,10 @@
  * >= time; every record after it follows, whatever its timestamp (wall clocks
  * can step back, and replay order is LSN order).
  */
-import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { cursorBad, cursorEnd, SegmentCursor } from './cursor.js';
 import { CorruptRecordError, isErrnoCode, LogError } from './errors.js';
+import type { LogFileSystem } from './file-system.js';
 import { decodeFrameBody, type LogRecord, type Lsn } from './record.js';
 import { segmentHeaderBytes } from './segment.js';
 
@@ -45,8 +45,8 @@ export function checkReadFrom(from: ReadFrom): void {
  * the read reaches it and closed when the read leaves it, ends early
  * (`return()`, e.g. a `break` out of for-of) or fails.
  */
-export function readRecords(dir: string, segments: readonly ReadableSegment[], from: ReadFrom): IterableIterator<LogRecord> {
-  return new RecordIterator(dir, segments, from);
+export function readRecords(fileSystem: LogFileSystem, dir: string, segments: readonly ReadableSegment[], from: ReadFrom): IterableIterator<LogRecord> {
+  return new RecordIterator(fileSystem, dir, segments, from);
 }
 
 /**
@@ -64,7 +64,7 @@ class RecordIterator implements IterableIterator<LogRecord> {
   private fd = -1;
   private finished = false;
 
-  constructor(private readonly dir: string, private readonly segments: readonly ReadableSegment[], from: ReadFrom) {
+  constructor(private readonly fileSystem: LogFileSystem, private readonly dir: string, private readonly segments: readonly ReadableSegment[], from: ReadFrom) {
     this.startLsn = from.lsn ?? 0;
     this.time = from.time ?? -Infinity;
     this.timeReached = from.time === undefined;
@@ -124,9 +124,9 @@ class RecordIterator implements IterableIterator<LogRecord> {
       const segment = this.segments[this.segmentIndex++]!;
       if (segment.lastLsn < segment.firstLsn || segment.lastLsn < this.startLsn) continue;
       if (!this.timeReached && segment.maxTimestamp !== undefined && segment.maxTimestamp < this.time) continue;
-      this.fd = openSegment(this.dir, segment.file);
+      this.fd = openSegment(this.fileSystem, this.dir, segment.file);
       this.segment = segment;
-      this.cursor = new SegmentCursor(this.fd, segmentHeaderBytes, segment.bytes, segment.firstLsn);
+      this.cursor = new SegmentCursor(this.fileSystem, this.fd, segmentHeaderBytes, segment.bytes, segment.firstLsn);
       return this.cursor;
     }
     return undefined;
@@ -146,7 +146,7 @@ class RecordIterator implements IterableIterator<LogRecord> {
     this.fd = -1;
     this.cursor = undefined;
     this.segment = undefined;
-    if (fd >= 0) fs.closeSync(fd);
+    if (fd >= 0) this.fileSystem.closeSync(fd);
   }
 
   private finish(): void {
@@ -156,9 +156,9 @@ class RecordIterator implements IterableIterator<LogRecord> {
 }
 
 /** Segments are opened as the read reaches them; retention may have removed one since the read started. */
-function openSegment(dir: string, file: string): number {
+function openSegment(fileSystem: LogFileSystem, dir: string, file: string): number {
   try {
-    return fs.openSync(join(dir, file), 'r');
+    return fileSystem.openSync(join(dir, file), 'r');
   } catch (error) {
     if (!isErrnoCode(error, 'ENOENT')) throw error;
     throw new LogError('ESEGMENTGONE', `segment ${file} was removed (by retention?) while this read was in progress; start a new read from the log's first LSN`, { cause: error });

@@ -8,10 +8,10 @@
  * reading stops with an error where the damage is, and verify() reports every
  * problem (bad headers, bad records, LSN gaps, torn tail, invalid snapshots).
  */
-import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { cursorBad, cursorFrame, findValidFrameAfter, SegmentCursor } from './cursor.js';
 import { LogError, NotACairnLogError, SegmentHeaderError } from './errors.js';
+import { nodeFileSystem, type LogFileSystem } from './file-system.js';
 import { checkReadFrom, readRecords, type ReadFrom } from './read.js';
 import type { LogRecord, Lsn } from './record.js';
 import { judgeBadFrame, scanSegment, type TornTail } from './recovery.js';
@@ -42,6 +42,8 @@ export interface VerifyReport {
 
 export interface LogReader {
   readonly dir: string;
+  /** The file system the reader reads through (the real one unless a test injected another). */
+  readonly fileSystem: LogFileSystem;
   /** What recovery would drop from the last segment, as seen when the reader was opened. */
   readonly tornTail: TornTail | undefined;
   read(from?: ReadFrom): IterableIterator<LogRecord>;
@@ -56,24 +58,26 @@ interface ReaderSegment extends SegmentState {
   headerError: SegmentHeaderError | undefined;
 }
 
-export function openLogReader(dir: string): LogReader {
-  if (!fs.existsSync(dir)) throw new LogError('ENOENT', `no log directory at ${dir}`);
-  const listing = listDataDirectory(dir);
+export function openLogReader(dir: string, options: { fileSystem?: LogFileSystem } = {}): LogReader {
+  const fileSystem = options.fileSystem ?? nodeFileSystem;
+  if (!fileSystem.existsSync(dir)) throw new LogError('ENOENT', `no log directory at ${dir}`);
+  const listing = listDataDirectory(fileSystem, dir);
   if (listing.segments.length === 0) throw new NotACairnLogError(dir, [...listing.snapshots.map((s) => s.file), ...listing.foreign]);
   const segments = listing.segments.map(({ file, firstLsn }, index): ReaderSegment => {
-    const { header, fileBytes } = readSegmentHeaderSync(dir, file);
+    const { header, fileBytes } = readSegmentHeaderSync(fileSystem, dir, file);
     const next = listing.segments[index + 1];
     const lastLsn = next === undefined ? firstLsn - 1 : next.firstLsn - 1;
     return { file, firstLsn, lastLsn, bytes: fileBytes, timestamps: undefined, readLimit: fileBytes, headerError: headerProblem(header, file, firstLsn) };
   });
-  const tornTail = inspectLastSegment(dir, segments[segments.length - 1]!);
+  const tornTail = inspectLastSegment(fileSystem, dir, segments[segments.length - 1]!);
   return {
     dir,
+    fileSystem,
     tornTail,
-    read: (from: ReadFrom = {}) => readFromReader(dir, segments, from),
+    read: (from: ReadFrom = {}) => readFromReader(fileSystem, dir, segments, from),
     segments: () => segments.map(toSegmentInfo),
-    snapshots: () => describeSnapshots(dir, listDataDirectory(dir).snapshots),
-    verify: () => verifyLog(dir, segments, tornTail),
+    snapshots: () => describeSnapshots(fileSystem, dir, listDataDirectory(fileSystem, dir).snapshots),
+    verify: () => verifyLog(fileSystem, dir, segments, tornTail),
   };
 }
 
@@ -88,14 +92,14 @@ function headerProblem(header: Buffer, file: string, firstLsn: Lsn): SegmentHead
 }
 
 /** Finds where the last segment's valid frames end, without repairing anything. */
-function inspectLastSegment(dir: string, segment: ReaderSegment): TornTail | undefined {
+function inspectLastSegment(fileSystem: LogFileSystem, dir: string, segment: ReaderSegment): TornTail | undefined {
   if (segment.bytes < segmentHeaderBytes) {
     segment.readLimit = segment.bytes;
     segment.headerError = undefined;
     return { segment: segment.file, lsn: segment.firstLsn, bytesDropped: segment.bytes, reason: 'segment creation was interrupted before its header was complete' };
   }
   if (segment.headerError !== undefined) return undefined;
-  const scan = scanSegment(dir, segment.file, segment.firstLsn, segment.bytes);
+  const scan = scanSegment(fileSystem, dir, segment.file, segment.firstLsn, segment.bytes);
   segment.lastLsn = scan.lastLsn;
   segment.timestamps = scan.timestamps;
   if (scan.bad === undefined) {
@@ -110,16 +114,16 @@ function inspectLastSegment(dir: string, segment: ReaderSegment): TornTail | und
   return { segment: segment.file, lsn: scan.bad.lsn, bytesDropped: segment.bytes - scan.validBytes, reason: scan.bad.reason };
 }
 
-function readFromReader(dir: string, segments: readonly ReaderSegment[], from: ReadFrom): IterableIterator<LogRecord> {
+function readFromReader(fileSystem: LogFileSystem, dir: string, segments: readonly ReaderSegment[], from: ReadFrom): IterableIterator<LogRecord> {
   checkReadFrom(from);
   const startLsn = from.lsn ?? 0;
   const damaged = segments.find((s) => s.headerError !== undefined && s.lastLsn >= startLsn);
   if (damaged?.headerError !== undefined) throw damaged.headerError;
   const view = segments.map((s) => ({ file: s.file, firstLsn: s.firstLsn, lastLsn: s.lastLsn, bytes: s.readLimit, maxTimestamp: s.timestamps?.max }));
-  return readRecords(dir, view, from);
+  return readRecords(fileSystem, dir, view, from);
 }
 
-function verifyLog(dir: string, segments: readonly ReaderSegment[], tornTail: TornTail | undefined): VerifyReport {
+function verifyLog(fileSystem: LogFileSystem, dir: string, segments: readonly ReaderSegment[], tornTail: TornTail | undefined): VerifyReport {
   const badRecords: BadRecord[] = [];
   const badSegments: { segment: string; reason: string }[] = [];
   let records = 0;
@@ -138,11 +142,11 @@ function verifyLog(dir: string, segments: readonly ReaderSegment[], tornTail: To
     }
     const isLast = i === segments.length - 1;
     const limit = isLast ? segment.readLimit : segment.bytes;
-    const result = verifySegment(dir, segment, limit, isLast, badRecords);
+    const result = verifySegment(fileSystem, dir, segment, limit, isLast, badRecords);
     records += result.records;
     lastLsn = result.lastLsn;
   }
-  const snapshots = describeSnapshots(dir, listDataDirectory(dir).snapshots);
+  const snapshots = describeSnapshots(fileSystem, dir, listDataDirectory(fileSystem, dir).snapshots);
   const ok = badRecords.length === 0 && badSegments.length === 0;
   return { ok, segments: segments.length, records, bytes, firstLsn: segments[0]!.firstLsn, lastLsn, tornTail, badRecords, badSegments, snapshots };
 }
@@ -152,10 +156,10 @@ function verifyLog(dir: string, segments: readonly ReaderSegment[], tornTail: To
  * next valid frame found after it (so one flipped bit shows as one bad range);
  * when there is none, the rest of the segment is reported unreadable.
  */
-function verifySegment(dir: string, segment: ReaderSegment, limit: number, isLast: boolean, badRecords: BadRecord[]): { records: number; lastLsn: Lsn } {
-  const fd = fs.openSync(join(dir, segment.file), 'r');
+function verifySegment(fileSystem: LogFileSystem, dir: string, segment: ReaderSegment, limit: number, isLast: boolean, badRecords: BadRecord[]): { records: number; lastLsn: Lsn } {
+  const fd = fileSystem.openSync(join(dir, segment.file), 'r');
   try {
-    let cursor = new SegmentCursor(fd, segmentHeaderBytes, limit, segment.firstLsn);
+    let cursor = new SegmentCursor(fileSystem, fd, segmentHeaderBytes, limit, segment.firstLsn);
     let records = 0;
     let lastLsn = segment.firstLsn - 1;
     for (;;) {
@@ -168,18 +172,18 @@ function verifySegment(dir: string, segment: ReaderSegment, limit: number, isLas
       }
       if (status !== cursorBad) break;
       const bad = cursor.bad!;
-      const resume = findValidFrameAfter(fd, bad.offset + 1, limit, bad.lsn);
+      const resume = findValidFrameAfter(fileSystem, fd, bad.offset + 1, limit, bad.lsn);
       if (isLast && judgeBadFrame(true, bad, resume !== undefined) === 'torn-tail') break;
       const rest = resume === undefined ? `; the remaining ${limit - bad.offset} bytes of the segment cannot be read` : `; valid records resume at LSN ${resume.lsn} (byte offset ${resume.offset})`;
       badRecords.push({ segment: segment.file, lsn: bad.lsn, offset: bad.offset, reason: bad.reason + rest });
       if (resume === undefined) break;
       lastLsn = resume.lsn - 1;
-      cursor = new SegmentCursor(fd, resume.offset, limit, resume.lsn);
+      cursor = new SegmentCursor(fileSystem, fd, resume.offset, limit, resume.lsn);
     }
     segment.lastLsn = lastLsn;
     return { records, lastLsn };
   } finally {
-    fs.closeSync(fd);
+    fileSystem.closeSync(fd);
   }
 }
 

@@ -33,11 +33,11 @@
  * Segments wholly before the newest snapshot are not scanned at start-up
  * (replay does not need them); they are verified when read and by verify().
  */
-import * as fs from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../logger.js';
 import { cursorFrame, findValidFrameAfter, SegmentCursor, type BadFrame } from './cursor.js';
 import { CorruptRecordError, LogInconsistentError } from './errors.js';
+import { fsyncDirectorySync, type LogFileSystem } from './file-system.js';
 import type { Lsn } from './record.js';
 import { nonZeroEnd } from './zero-tail.js';
 import { decodeSegmentHeader, encodeSegmentHeader, readSegmentHeaderSync, segmentHeaderBytes, type SegmentState, type SegmentTimestamps } from './segment.js';
@@ -63,10 +63,10 @@ export interface SegmentScan {
 }
 
 /** Reads every frame of a segment from its header on, verifying each; never writes. */
-export function scanSegment(dir: string, file: string, firstLsn: Lsn, fileBytes: number): SegmentScan {
-  const fd = fs.openSync(join(dir, file), 'r');
+export function scanSegment(fileSystem: LogFileSystem, dir: string, file: string, firstLsn: Lsn, fileBytes: number): SegmentScan {
+  const fd = fileSystem.openSync(join(dir, file), 'r');
   try {
-    const cursor = new SegmentCursor(fd, segmentHeaderBytes, fileBytes, firstLsn);
+    const cursor = new SegmentCursor(fileSystem, fd, segmentHeaderBytes, fileBytes, firstLsn);
     let timestamps: SegmentTimestamps | undefined;
     let records = 0;
     while (cursor.next() === cursorFrame) {
@@ -81,10 +81,10 @@ export function scanSegment(dir: string, file: string, firstLsn: Lsn, fileBytes:
     const validBytes = cursor.validEnd;
     const bad = cursor.bad;
     // No frame starts at or past the last non-zero byte: the search stops there, not at the end of a zero-filled file.
-    const resumesAt = bad === undefined ? undefined : findValidFrameAfter(fd, bad.offset + 1, fileBytes, bad.lsn, nonZeroEnd(fd, validBytes, fileBytes));
+    const resumesAt = bad === undefined ? undefined : findValidFrameAfter(fileSystem, fd, bad.offset + 1, fileBytes, bad.lsn, nonZeroEnd(fileSystem, fd, validBytes, fileBytes));
     return { lastLsn: cursor.nextLsn - 1, records, validBytes, fileBytes, timestamps, bad, resumesAt };
   } finally {
-    fs.closeSync(fd);
+    fileSystem.closeSync(fd);
   }
 }
 
@@ -108,27 +108,27 @@ export interface Recovered {
  * is the first LSN replay will read (newest snapshot + 1, or 1): scanning starts
  * at the segment holding it.
  */
-export function recoverSegments(dir: string, found: readonly { file: string; firstLsn: Lsn }[], replayFromLsn: Lsn, logger: Logger): Recovered {
+export function recoverSegments(fileSystem: LogFileSystem, dir: string, found: readonly { file: string; firstLsn: Lsn }[], replayFromLsn: Lsn, logger: Logger): Recovered {
   const lastIndex = found.length - 1;
-  const segments = checkHeaders(dir, found);
+  const segments = checkHeaders(fileSystem, dir, found);
   let scanStart = 0;
   for (let i = 0; i <= lastIndex; i++) if ((found[i]?.firstLsn ?? Infinity) <= replayFromLsn) scanStart = i;
   for (let i = scanStart; i < lastIndex; i++) {
     const segment = segments[i]!;
-    const scan = scanSegment(dir, segment.file, segment.firstLsn, segment.bytes);
+    const scan = scanSegment(fileSystem, dir, segment.file, segment.firstLsn, segment.bytes);
     if (scan.bad !== undefined) throw new CorruptRecordError(segment.file, scan.bad.lsn, scan.bad.offset, scan.bad.reason);
     assertChain(segment.file, scan.lastLsn, segments[i + 1]!);
     segment.lastLsn = scan.lastLsn;
     segment.timestamps = scan.timestamps;
   }
-  const tornTail = recoverLastSegment(dir, segments[lastIndex]!, logger);
+  const tornTail = recoverLastSegment(fileSystem, dir, segments[lastIndex]!, logger);
   return { segments, tornTail };
 }
 
 /** Headers of every segment; a short header is accepted only on the last one (flagged by bytes < header size). */
-function checkHeaders(dir: string, found: readonly { file: string; firstLsn: Lsn }[]): SegmentState[] {
+function checkHeaders(fileSystem: LogFileSystem, dir: string, found: readonly { file: string; firstLsn: Lsn }[]): SegmentState[] {
   return found.map(({ file, firstLsn }, index) => {
-    const { header, fileBytes } = readSegmentHeaderSync(dir, file);
+    const { header, fileBytes } = readSegmentHeaderSync(fileSystem, dir, file);
     const isLast = index === found.length - 1;
     if (!(isLast && fileBytes < segmentHeaderBytes)) decodeSegmentHeader(header, file, firstLsn);
     const next = found[index + 1];
@@ -144,14 +144,14 @@ function assertChain(file: string, lastLsn: Lsn, next: SegmentState): void {
   }
 }
 
-function recoverLastSegment(dir: string, segment: SegmentState, logger: Logger): TornTail | undefined {
+function recoverLastSegment(fileSystem: LogFileSystem, dir: string, segment: SegmentState, logger: Logger): TornTail | undefined {
   if (segment.bytes < segmentHeaderBytes) {
     const torn: TornTail = { segment: segment.file, lsn: segment.firstLsn, bytesDropped: segment.bytes, reason: 'segment creation was interrupted before its header was complete' };
-    rewriteHeader(dir, segment);
+    rewriteHeader(fileSystem, dir, segment);
     logger.warn(torn, 'torn segment header rewritten: the segment was being created when the process stopped');
     return torn;
   }
-  const scan = scanSegment(dir, segment.file, segment.firstLsn, segment.bytes);
+  const scan = scanSegment(fileSystem, dir, segment.file, segment.firstLsn, segment.bytes);
   segment.lastLsn = scan.lastLsn;
   segment.timestamps = scan.timestamps;
   // The zero-filled space after the frames stays: appends go on at validBytes.
@@ -162,40 +162,31 @@ function recoverLastSegment(dir: string, segment: SegmentState, logger: Logger):
     throw new CorruptRecordError(segment.file, scan.bad.lsn, scan.bad.offset, scan.bad.reason + after);
   }
   const torn: TornTail = { segment: segment.file, lsn: scan.bad.lsn, bytesDropped: scan.fileBytes - scan.validBytes, reason: scan.bad.reason };
-  truncateDurably(join(dir, segment.file), scan.validBytes);
+  truncateDurably(fileSystem, join(dir, segment.file), scan.validBytes);
   logger.warn(torn, `torn tail truncated: dropped ${torn.bytesDropped} bytes from LSN ${torn.lsn} on (never acknowledged: they were not yet fsynced)`);
   return torn;
 }
 
-function truncateDurably(path: string, bytes: number): void {
-  const fd = fs.openSync(path, 'r+');
+function truncateDurably(fileSystem: LogFileSystem, path: string, bytes: number): void {
+  const fd = fileSystem.openSync(path, 'r+');
   try {
-    fs.ftruncateSync(fd, bytes);
-    fs.fsyncSync(fd);
+    fileSystem.ftruncateSync(fd, bytes);
+    fileSystem.fsyncSync(fd);
   } finally {
-    fs.closeSync(fd);
+    fileSystem.closeSync(fd);
   }
 }
 
-function rewriteHeader(dir: string, segment: SegmentState): void {
-  const fd = fs.openSync(join(dir, segment.file), 'w');
+function rewriteHeader(fileSystem: LogFileSystem, dir: string, segment: SegmentState): void {
+  const fd = fileSystem.openSync(join(dir, segment.file), 'w');
   try {
     const header = encodeSegmentHeader(segment.firstLsn);
-    fs.writeSync(fd, header, 0, header.length, 0);
-    fs.fsyncSync(fd);
+    fileSystem.writeSync(fd, header, 0, header.length, 0);
+    fileSystem.fsyncSync(fd);
   } finally {
-    fs.closeSync(fd);
+    fileSystem.closeSync(fd);
   }
-  fsyncDirectorySync(dir);
+  fsyncDirectorySync(fileSystem, dir);
   segment.bytes = segmentHeaderBytes;
   segment.lastLsn = segment.firstLsn - 1;
-}
-
-export function fsyncDirectorySync(dir: string): void {
-  const fd = fs.openSync(dir, 'r');
-  try {
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
 }

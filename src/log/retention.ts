@@ -18,12 +18,10 @@
  * restorable; without such a snapshot nothing goes, since only a replay from
  * LSN 1 could reach the window's start.
  */
-import * as fs from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { isErrnoCode, LogError } from './errors.js';
+import { fsyncDirectory, type LogFileSystem } from './file-system.js';
 import type { Lsn } from './record.js';
-import { fsyncDirectory } from './segment.js';
 
 export interface RetentionPolicy {
   readonly retentionBytes: number | undefined;
@@ -67,51 +65,44 @@ function countOutsideWindow(segments: readonly RetentionCandidate[], snapshotLsn
   return removable;
 }
 
-const renameAsync = promisify(fs.rename);
-const unlinkAsync = promisify(fs.unlink);
-const copyFileAsync = promisify(fs.copyFile);
-const openAsync = promisify(fs.open);
-const fsyncAsync = promisify(fs.fsync);
-const closeAsync = promisify(fs.close);
-
 /**
  * Deletes `files` from `dir`, or moves them to `archiveDir` when given, then
  * fsyncs the directories so the removal (and the archive copy) survive a crash.
  * An archive never overwrites a file of the same name: it may belong to another log.
  */
-export async function removeOrArchive(dir: string, archiveDir: string | undefined, files: readonly string[]): Promise<{ removed: string[]; archived: string[] }> {
+export async function removeOrArchive(fileSystem: LogFileSystem, dir: string, archiveDir: string | undefined, files: readonly string[]): Promise<{ removed: string[]; archived: string[] }> {
   const removed: string[] = [];
   const archived: string[] = [];
   for (const file of files) {
     if (archiveDir === undefined) {
-      await unlinkAsync(join(dir, file));
+      await fileSystem.unlinkAsync(join(dir, file));
       removed.push(file);
     } else {
-      await moveToArchive(dir, archiveDir, file);
+      await moveToArchive(fileSystem, dir, archiveDir, file);
       archived.push(file);
     }
   }
-  if (archiveDir !== undefined && archived.length > 0) await fsyncDirectory(archiveDir);
-  if (files.length > 0) await fsyncDirectory(dir);
+  if (archiveDir !== undefined && archived.length > 0) await fsyncDirectory(fileSystem, archiveDir);
+  if (files.length > 0) await fsyncDirectory(fileSystem, dir);
   return { removed, archived };
 }
 
-async function moveToArchive(dir: string, archiveDir: string, file: string): Promise<void> {
+async function moveToArchive(fileSystem: LogFileSystem, dir: string, archiveDir: string, file: string): Promise<void> {
   const target = join(archiveDir, file);
-  if (fs.existsSync(target)) throw new LogError('EARCHIVEEXISTS', `cannot archive ${file}: ${target} already exists`);
+  if (fileSystem.existsSync(target)) throw new LogError('EARCHIVEEXISTS', `cannot archive ${file}: ${target} already exists`);
   try {
-    await renameAsync(join(dir, file), target);
+    await fileSystem.renameAsync(join(dir, file), target);
   } catch (error) {
     if (!isErrnoCode(error, 'EXDEV')) throw error;
     // Another file system: copy, make the copy durable, only then delete the original.
-    await copyFileAsync(join(dir, file), target, fs.constants.COPYFILE_EXCL);
-    const fd = await openAsync(target, 'r');
+    await fileSystem.copyFileExclusiveAsync(join(dir, file), target);
+    const fd = await fileSystem.openAsync(target, 'r');
     try {
-      await fsyncAsync(fd);
+      await fileSystem.fsyncAsync(fd);
     } finally {
-      await closeAsync(fd);
+      await fileSystem.closeAsync(fd);
     }
-    await fsyncDirectory(archiveDir);
-    await unlinkAsync(join(dir, file));
+    await fsyncDirectory(fileSystem, archiveDir);
+    await fileSystem.unlinkAsync(join(dir, file));
   }
 }

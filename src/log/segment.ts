@@ -18,11 +18,10 @@
  * fsynced, before any record goes into it, so a header shorter than 32 bytes
  * can only be a segment whose creation was interrupted (see recovery.ts).
  */
-import * as fs from 'node:fs';
-import { promisify } from 'node:util';
 import { join } from 'node:path';
 import { checksum64 } from './checksum.js';
 import { SegmentHeaderError } from './errors.js';
+import { fsyncDirectory, writeAllAsync, type LogFileSystem } from './file-system.js';
 import type { Lsn } from './record.js';
 
 export const segmentHeaderBytes = 32;
@@ -105,15 +104,15 @@ export function decodeSegmentHeader(header: Buffer, file: string, expectedFirstL
 }
 
 /** Reads the first header bytes of a segment; returns the file size too. */
-export function readSegmentHeaderSync(dir: string, file: string): { header: Buffer; fileBytes: number } {
-  const fd = fs.openSync(join(dir, file), 'r');
+export function readSegmentHeaderSync(fileSystem: LogFileSystem, dir: string, file: string): { header: Buffer; fileBytes: number } {
+  const fd = fileSystem.openSync(join(dir, file), 'r');
   try {
-    const fileBytes = fs.fstatSync(fd).size;
+    const fileBytes = fileSystem.fstatSync(fd).size;
     const header = Buffer.alloc(Math.min(segmentHeaderBytes, fileBytes));
-    if (header.length > 0) fs.readSync(fd, header, 0, header.length, 0);
+    if (header.length > 0) fileSystem.readSync(fd, header, 0, header.length, 0);
     return { header, fileBytes };
   } finally {
-    fs.closeSync(fd);
+    fileSystem.closeSync(fd);
   }
 }
 
@@ -131,9 +130,9 @@ const snapshotTemporaryPattern = /^(\d{20})\.snap\.tmp$/;
 // Present at the root of many ext* file systems; not a sign of a foreign directory.
 const ignoredEntries = new Set(['lost+found']);
 
-export function listDataDirectory(dir: string): DirectoryListing {
+export function listDataDirectory(fileSystem: LogFileSystem, dir: string): DirectoryListing {
   const listing: DirectoryListing = { segments: [], snapshots: [], snapshotTemporaries: [], foreign: [] };
-  for (const name of fs.readdirSync(dir).sort()) {
+  for (const name of fileSystem.readdirSync(dir).sort()) {
     const segmentLsn = parseSegmentFileName(name);
     const snapshot = snapshotNamePattern.exec(name);
     if (segmentLsn !== undefined) listing.segments.push({ file: name, firstLsn: segmentLsn });
@@ -146,38 +145,22 @@ export function listDataDirectory(dir: string): DirectoryListing {
   return listing;
 }
 
-const openAsync = promisify(fs.open);
-const writeAsync = promisify(fs.write);
-const fsyncAsync = promisify(fs.fsync);
-const closeAsync = promisify(fs.close);
-
-/** fsync a directory so that a created, renamed or deleted entry survives a crash. */
-export async function fsyncDirectory(dir: string): Promise<void> {
-  const fd = await openAsync(dir, 'r');
-  try {
-    await fsyncAsync(fd);
-  } finally {
-    await closeAsync(fd);
-  }
-}
-
 /**
  * Creates a segment (or rewrites the header of one whose creation was torn),
  * makes the header and the directory entry durable, and returns a read-write
  * descriptor positioned by the caller (writes are positional).
  */
-export async function createSegment(dir: string, firstLsn: Lsn, options: { replaceTorn?: boolean; zeros?: Buffer } = {}): Promise<number> {
-  const fd = await openAsync(join(dir, segmentFileName(firstLsn)), options.replaceTorn === true ? 'w+' : 'wx+');
+export async function createSegment(fileSystem: LogFileSystem, dir: string, firstLsn: Lsn, options: { replaceTorn?: boolean; zeros?: Buffer } = {}): Promise<number> {
+  const fd = await fileSystem.openAsync(join(dir, segmentFileName(firstLsn)), options.replaceTorn === true ? 'w+' : 'wx+');
   try {
     const header = encodeSegmentHeader(firstLsn);
-    await writeAsync(fd, header, 0, header.length, 0);
     // Zero-filled space after the header (zero-fill.ts) rides on the same fsync.
-    if (options.zeros !== undefined) await writeAsync(fd, options.zeros, 0, options.zeros.length, header.length);
-    await fsyncAsync(fd);
-    await fsyncDirectory(dir);
+    await writeAllAsync(fileSystem, fd, options.zeros === undefined ? [header] : [header, options.zeros], 0, 'segment header');
+    await fileSystem.fsyncAsync(fd);
+    await fsyncDirectory(fileSystem, dir);
     return fd;
   } catch (error) {
-    await closeAsync(fd);
+    await fileSystem.closeAsync(fd);
     throw error;
   }
 }

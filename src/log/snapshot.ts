@@ -19,14 +19,13 @@
  * file that start-up deletes. A snapshot that fails any check is ignored (and
  * logged), and the next older valid one is used.
  */
-import * as fs from 'node:fs';
 import { constants as bufferConstants } from 'node:buffer';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import type { Logger } from '../logger.js';
 import { checksum64Parts } from './checksum.js';
+import { fsyncDirectory, writeAllAsync, type LogFileSystem } from './file-system.js';
 import type { Lsn } from './record.js';
-import { fsyncDirectory, lsnFileStem } from './segment.js';
+import { lsnFileStem } from './segment.js';
 
 export const snapshotHeaderBytes = 40;
 export const snapshotFormatVersion = 1;
@@ -60,10 +59,10 @@ export function encodeSnapshotHeader(lsn: Lsn, data: Uint8Array): Buffer {
 }
 
 /** Reads and checks one snapshot file; never throws for bad content, only says why it is invalid. */
-export function readSnapshotFile(dir: string, file: string, expectedLsn: Lsn): Snapshot | { invalid: string } {
+export function readSnapshotFile(fileSystem: LogFileSystem, dir: string, file: string, expectedLsn: Lsn): Snapshot | { invalid: string } {
   let contents: Buffer;
   try {
-    contents = fs.readFileSync(join(dir, file));
+    contents = fileSystem.readFileSync(join(dir, file));
   } catch (error) {
     return { invalid: `cannot read: ${error instanceof Error ? error.message : String(error)}` };
   }
@@ -85,10 +84,10 @@ function decodeSnapshot(contents: Buffer, expectedLsn: Lsn): Snapshot | { invali
 }
 
 /** The newest snapshot that passes its checks; invalid ones are logged and skipped (never deleted: forensics). */
-export function loadNewestValidSnapshot(dir: string, snapshots: readonly { file: string; lsn: Lsn }[], logger: Logger): (Snapshot & { file: string }) | undefined {
+export function loadNewestValidSnapshot(fileSystem: LogFileSystem, dir: string, snapshots: readonly { file: string; lsn: Lsn }[], logger: Logger): (Snapshot & { file: string }) | undefined {
   for (let i = snapshots.length - 1; i >= 0; i--) {
     const { file, lsn } = snapshots[i]!;
-    const result = readSnapshotFile(dir, file, lsn);
+    const result = readSnapshotFile(fileSystem, dir, file, lsn);
     if ('invalid' in result) {
       logger.warn({ snapshot: file, reason: result.invalid }, 'ignoring invalid snapshot');
       continue;
@@ -98,43 +97,36 @@ export function loadNewestValidSnapshot(dir: string, snapshots: readonly { file:
   return undefined;
 }
 
-export function describeSnapshots(dir: string, snapshots: readonly { file: string; lsn: Lsn }[]): SnapshotFileInfo[] {
+export function describeSnapshots(fileSystem: LogFileSystem, dir: string, snapshots: readonly { file: string; lsn: Lsn }[]): SnapshotFileInfo[] {
   return snapshots.map(({ file, lsn }) => {
-    const result = readSnapshotFile(dir, file, lsn);
-    const bytes = fileBytesOrZero(join(dir, file));
+    const result = readSnapshotFile(fileSystem, dir, file, lsn);
+    const bytes = fileBytesOrZero(fileSystem, join(dir, file));
     return 'invalid' in result ? { file, lsn, bytes, valid: false, reason: result.invalid } : { file, lsn, bytes, valid: true };
   });
 }
 
-function fileBytesOrZero(path: string): number {
+function fileBytesOrZero(fileSystem: LogFileSystem, path: string): number {
   try {
-    return fs.statSync(path).size;
+    return fileSystem.statSync(path).size;
   } catch {
     return 0;
   }
 }
 
-const openAsync = promisify(fs.open);
-const writevAsync = promisify(fs.writev);
-const fsyncAsync = promisify(fs.fsync);
-const closeAsync = promisify(fs.close);
-const renameAsync = promisify(fs.rename);
-
 /** Temp file, fsync, rename, fsync directory. Returns the file name. */
-export async function writeSnapshotFile(dir: string, lsn: Lsn, data: Uint8Array): Promise<string> {
+export async function writeSnapshotFile(fileSystem: LogFileSystem, dir: string, lsn: Lsn, data: Uint8Array): Promise<string> {
   if (data.length > bufferConstants.MAX_LENGTH - snapshotHeaderBytes) throw new RangeError(`snapshot of ${data.length} bytes is too large to read back`);
   const file = snapshotFileName(lsn);
   const temporary = join(dir, `${file}.tmp`);
-  const fd = await openAsync(temporary, 'w');
+  const fd = await fileSystem.openAsync(temporary, 'w');
   try {
     const header = encodeSnapshotHeader(lsn, data);
-    const { bytesWritten } = await writevAsync(fd, [header, data], 0);
-    if (bytesWritten !== header.length + data.length) throw new Error(`short snapshot write: ${bytesWritten} of ${header.length + data.length} bytes`);
-    await fsyncAsync(fd);
+    await writeAllAsync(fileSystem, fd, [header, data], 0, 'snapshot');
+    await fileSystem.fsyncAsync(fd);
   } finally {
-    await closeAsync(fd);
+    await fileSystem.closeAsync(fd);
   }
-  await renameAsync(temporary, join(dir, file));
-  await fsyncDirectory(dir);
+  await fileSystem.renameAsync(temporary, join(dir, file));
+  await fsyncDirectory(fileSystem, dir);
   return file;
 }

@@ -8,7 +8,7 @@
  * Anything else after the last frame is a torn tail or damage, judged by
  * recovery.ts as before.
  */
-import * as fs from 'node:fs';
+import type { LogFileSystem } from './file-system.js';
 
 const chunkBytes = 1024 * 1024;
 let zeroChunk: Buffer | undefined;
@@ -19,12 +19,12 @@ let zeroChunk: Buffer | undefined;
  * range in 1 MiB chunks; the zero-filled lead kept ahead of the writer is a
  * few MiB at most.
  */
-export function nonZeroEnd(fd: number, from: number, end: number): number {
+export function nonZeroEnd(fileSystem: LogFileSystem, fd: number, from: number, end: number): number {
   zeroChunk ??= Buffer.alloc(chunkBytes);
   const chunk = Buffer.allocUnsafe(chunkBytes);
   let found = from;
   for (let position = from; position < end; ) {
-    const bytes = fs.readSync(fd, chunk, 0, Math.min(chunk.length, end - position), position);
+    const bytes = fileSystem.readSync(fd, chunk, 0, Math.min(chunk.length, end - position), position);
     if (bytes === 0) break;
     if (!chunk.subarray(0, bytes).equals(zeroChunk.subarray(0, bytes))) {
       let last = bytes - 1;

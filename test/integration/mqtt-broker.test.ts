@@ -22,14 +22,14 @@ import { generate, parser as createParser, type IConnackPacket, type IPublishPac
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { hashPassword, parseUsersFile, type Users } from '../../src/auth/users.js';
 import { Broker } from '../../src/core/broker.js';
-import { SegmentedLog, type LogFileSystem } from '../../src/log/index.js';
+import { nodeFileSystem, SegmentedLog, type LogFileSystem } from '../../src/log/index.js';
 import { silentLogger } from '../../src/logger.js';
 import { startMqttServer, type MqttServer } from '../../src/protocols/mqtt/server.js';
 
 /** The real file system, with a switch that makes every fdatasync fail with EIO. */
 const fileSystem: LogFileSystem & { failSync: boolean } = {
+  ...nodeFileSystem,
   failSync: false,
-  write: (fd, buffer, offset, length, position, callback) => fs.write(fd, buffer, offset, length, position, callback),
   fdatasync(fd, callback) {
     if (this.failSync) setImmediate(() => callback(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' })));
     else fs.fdatasync(fd, callback);

@@ -17,6 +17,7 @@ import fc from 'fast-check';
 import { pino, type Logger } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openLogReader, SegmentedLog, type AppendRecord } from '../../src/log/index.js';
+import { nodeFileSystem } from '../../src/log/file-system.js';
 import { nonZeroEnd } from '../../src/log/zero-tail.js';
 
 const root = fs.mkdtempSync(join(os.tmpdir(), 'cairn-log-zero-tail-'));
@@ -185,8 +186,8 @@ describe('nonZeroEnd', () => {
         }
         const fd = fs.openSync(path, 'r');
         try {
-          expect(nonZeroEnd(fd, from, size)).toBe(expected);
-          expect(nonZeroEnd(fd, from, size + 100)).toBe(expected);
+          expect(nonZeroEnd(nodeFileSystem, fd, from, size)).toBe(expected);
+          expect(nonZeroEnd(nodeFileSystem, fd, from, size + 100)).toBe(expected);
         } finally {
           fs.closeSync(fd);
         }
