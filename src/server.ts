@@ -7,11 +7,13 @@
 import { loadUsersFile, anonymousUsers, type Users } from './auth/users.js';
 import type { ServeConfig } from './config.js';
 import { Broker } from './core/broker.js';
+import type { ListenerAddress } from './http/management/resources.js';
 import { startHttpServer } from './http/server.js';
 import { SegmentedLog } from './log/index.js';
 import type { Logger } from './logger.js';
 import { Metrics } from './metrics.js';
 import { startAmqpServer } from './protocols/amqp/server.js';
+import type { ManagedConnection } from './protocols/connection-description.js';
 import { startMqttServer } from './protocols/mqtt/server.js';
 import { version } from './version.js';
 
@@ -55,7 +57,12 @@ export async function startCairn(config: ServeConfig, logger: Logger): Promise<R
     const amqp = config.amqpPort === undefined ? undefined : await startAmqpServer({ core: broker.amqp, host: config.bind, port: config.amqpPort, logger, users, connectionEvents: metrics });
     if (amqp) closers.push(() => amqp.close());
     const connections = (): Record<string, number> => ({ mqtt: mqtt?.connections() ?? 0, amqp: amqp?.connections() ?? 0 });
-    const http = config.httpPort === undefined ? undefined : await startHttpServer({ broker, host: config.bind, port: config.httpPort, logger, users, version, connections, metrics });
+    const clients = (): ManagedConnection[] => [...(mqtt?.list() ?? []), ...(amqp?.list() ?? [])];
+    const listeners: ListenerAddress[] = [
+      ...(mqtt ? [{ protocol: 'mqtt' as const, ipAddress: config.bind, port: mqtt.port }] : []),
+      ...(amqp ? [{ protocol: 'amqp' as const, ipAddress: config.bind, port: amqp.port }] : []),
+    ];
+    const http = config.httpPort === undefined ? undefined : await startHttpServer({ broker, host: config.bind, port: config.httpPort, logger, users, version, connections, metrics, clients, listeners });
     if (http) closers.push(() => http.close());
     logger.info({ data: config.dataDir, mqtt: mqtt?.port ?? 'off', amqp: amqp?.port ?? 'off', http: http?.port ?? 'off' }, `Cairn ${version} ready`);
     return {

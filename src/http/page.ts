@@ -16,11 +16,11 @@ th{background:#f3f3f3}h2{margin-bottom:.3em}
 <div id="sections"></div>
 <script>
 const sections = [
-  ['Overview', '/api/overview', (d) => [{ uptimeSeconds: d.uptimeSeconds, nextLsn: d.log.nextLsn, durableLsn: d.log.durableLsn, bytes: d.log.bytes, sessions: d.sessions.total, connected: d.sessions.connected, queues: d.queues.total }]],
+  ['Overview', '/api/overview', (d) => [{ uptimeSeconds: d.cairn.uptimeSeconds, nextLsn: d.cairn.log.nextLsn, durableLsn: d.cairn.log.durableLsn, bytes: d.cairn.log.bytes, sessions: d.cairn.sessions.total, connected: d.cairn.sessions.connected, queues: d.object_totals.queues }]],
   ['Sessions', '/api/sessions', (d) => d.sessions.map((s) => ({ ...s, subscriptions: s.subscriptions.map((x) => x.filter + ' q' + x.qos).join(', ') }))],
-  ['Queues', '/api/queues', (d) => d.queues],
-  ['Exchanges', '/api/exchanges', (d) => d.exchanges.map((x) => ({ ...x, name: x.name === '' ? '(AMQP default)' : x.name }))],
-  ['Bindings', '/api/bindings', (d) => d.bindings],
+  ['Queues', '/api/queues?columns=name,durable,auto_delete,exclusive,messages_ready,messages_unacknowledged,consumers', (d) => d],
+  ['Exchanges', '/api/exchanges?columns=name,type,durable,auto_delete', (d) => d.map((x) => ({ ...x, name: x.name === '' ? '(AMQP default)' : x.name }))],
+  ['Bindings', '/api/bindings?columns=source,destination,routing_key', (d) => d],
   ['Collections', '/api/collections', (d) => d.collections],
 ];
 function table(rows) {
@@ -36,7 +36,7 @@ async function refresh() {
   const parts = [];
   for (const [name, path, rows] of sections) {
     const h = document.createElement('h2'); h.textContent = name; parts.push(h);
-    try { const r = await fetch(path); const body = await r.json(); parts.push(r.ok ? table(rows(body)) : Object.assign(document.createElement('p'), { textContent: body.detail })); }
+    try { const r = await fetch(path); const body = await r.json(); parts.push(r.ok ? table(rows(body)) : Object.assign(document.createElement('p'), { textContent: body.reason })); }
     catch (e) { parts.push(Object.assign(document.createElement('p'), { textContent: String(e) })); }
   }
   root.replaceChildren(...parts);

@@ -1,16 +1,19 @@
 /**
- * The HTTP listener: a read-only JSON API under /api, Prometheus metrics at
- * /metrics and a tiny overview page at /. Plain node:http, one flat route
- * table, one place (`answerError`) that turns errors into `{error, detail}`
- * responses with their status.
+ * The HTTP listener: the management API under /api (RabbitMQ's routes and
+ * shapes, see management/routes.ts, plus Cairn's own resources: MQTT
+ * sessions, collections, the log), Prometheus metrics at /metrics and the
+ * console at /. Plain node:http, one flat route table with one handler per
+ * method, one place (`answerError`) that turns errors into RabbitMQ's
+ * `{error, reason}` bodies with their status.
  *
  * Authentication: when users are configured (users.size > 0) every request
  * needs HTTP Basic credentials of a user allowed on 'http' [RFC 7617]; missing
  * or wrong ones get 401 with WWW-Authenticate, a user without the http
  * permission 403. With no users the API is open, like the other listeners.
  *
- * The API never writes records: it reads the broker's projections and
- * runtime synchronously, so every answer is a consistent view of one moment.
+ * Reads are synchronous views of the broker's projections and runtime, so
+ * every answer is a consistent view of one moment. Changes (PUT, POST,
+ * DELETE) are ordinary broker commands, recorded in the log like a client's.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -18,11 +21,19 @@ import type { Users } from '../auth/users.js';
 import type { Broker } from '../core/broker.js';
 import type { Logger } from '../logger.js';
 import { Metrics } from '../metrics.js';
+import type { ManagedConnection } from '../protocols/connection-description.js';
+import { HttpError } from './http-error.js';
 import { logPositionOf } from './log-position.js';
+import { checkParameters } from './management/listing.js';
+import { parseJsonObject, readBody } from './management/request-body.js';
+import { describeClients, type ListenerAddress } from './management/resources.js';
+import { managementRoutes } from './management/routes.js';
+import type { SystemFacts } from './management/system.js';
 import { overviewPage } from './page.js';
 import { QueryError } from './query.js';
 import { RateSampler, rateSampleMs } from './rates.js';
-import { bindingsView, collectionsView, documentsView, exchangesView, HttpError, logView, queuesView, sessionsView } from './views.js';
+import { json, type Method, type RequestContext, type Route } from './route.js';
+import { collectionsView, documentsParameters, documentsView, logView, sessionsView } from './views.js';
 
 export interface HttpServerOptions {
   readonly broker: Broker;
@@ -37,6 +48,10 @@ export interface HttpServerOptions {
   readonly version?: string;
   /** Open client connections by protocol, for the overview; defaults to what `metrics` counted. */
   readonly connections?: () => Readonly<Record<string, number>>;
+  /** The live client connections of both front ends (/api/connections, /api/channels, /api/consumers). */
+  readonly clients?: () => Iterable<ManagedConnection>;
+  /** The broker's other listeners, for /api/overview. */
+  readonly listeners?: readonly ListenerAddress[];
   /** Wall clock (ms) for uptime and rates. Default Date.now. */
   readonly clock?: () => number;
 }
@@ -46,29 +61,8 @@ export interface HttpServerHandle {
   close(): Promise<void>;
 }
 
-interface RequestContext {
-  readonly url: URL;
-  readonly parameters: readonly string[];
-}
-
-interface Answer {
-  readonly status?: number;
-  readonly contentType?: string;
-  readonly body: string;
-}
-
-type Handler = (context: RequestContext) => Answer | Promise<Answer>;
-
-interface Route {
-  readonly pattern: RegExp;
-  readonly handler: Handler;
-}
-
 const authenticationRealm = 'Basic realm="Cairn", charset="UTF-8"';
-
-function json(body: unknown, status = 200): Answer {
-  return { status, contentType: 'application/json; charset=utf-8', body: `${JSON.stringify(body, null, 2)}\n` };
-}
+const methods: readonly Method[] = ['GET', 'PUT', 'POST', 'DELETE'];
 
 export async function startHttpServer(options: HttpServerOptions): Promise<HttpServerHandle> {
   const { broker, logger } = options;
@@ -79,32 +73,39 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   const sampler = new RateSampler(metrics, () => broker.log.nextLsn, clock);
   const timer = setInterval(() => sampler.sample(), rateSampleMs);
   timer.unref();
+  const clients = options.clients ?? ((): Iterable<ManagedConnection> => []);
+  const listeners: ListenerAddress[] = [...(options.listeners ?? [])];
 
-  const overview = (): unknown => ({
+  /** Cairn's own overview: what RabbitMQ's has no place for. */
+  const cairnOverview = (): unknown => ({
     version: options.version ?? null,
     startedAt: new Date(startedAt).toISOString(),
     uptimeSeconds: Math.round((clock() - startedAt) / 1000),
     log: (({ segments: _segments, ...position }) => ({ ...position, bytes: position.bytes ?? null, segments: _segments?.length ?? null }))(logPositionOf(broker.log)),
     connections: options.connections?.() ?? metrics.connectionCount(),
     sessions: sessionCounts(broker),
-    queues: queueCounts(broker),
     collections: broker.state.collections.size,
     messages: metrics.totals(),
     rates: sampler.rates(),
     recovery: broker.recovery ?? null,
   });
+  const facts = (): SystemFacts => ({
+    broker, version: options.version ?? 'unknown', startedAt, now: clock(), totals: metrics.totals(),
+    connections: describeClients({ broker, clients }), listeners, cairn: cairnOverview(),
+  });
 
   const routes: Route[] = [
-    { pattern: /^\/$/, handler: () => ({ contentType: 'text/html; charset=utf-8', body: overviewPage(options.version) }) },
-    { pattern: /^\/api\/overview$/, handler: () => json(overview()) },
-    { pattern: /^\/api\/sessions$/, handler: () => json(sessionsView(broker)) },
-    { pattern: /^\/api\/exchanges$/, handler: () => json(exchangesView(broker)) },
-    { pattern: /^\/api\/queues$/, handler: () => json(queuesView(broker)) },
-    { pattern: /^\/api\/bindings$/, handler: () => json(bindingsView(broker)) },
-    { pattern: /^\/api\/collections$/, handler: () => json(collectionsView(broker)) },
-    { pattern: /^\/api\/collections\/([^/]+)\/documents$/, handler: ({ url, parameters }) => json(documentsView(broker, parameters[0] ?? '', url.searchParams)) },
-    { pattern: /^\/api\/log$/, handler: () => json(logView(broker)) },
-    { pattern: /^\/metrics$/, handler: async () => ({ contentType: metrics.contentType, body: await metrics.text() }) },
+    { pattern: /^\/$/, methods: { GET: () => ({ contentType: 'text/html; charset=utf-8', body: overviewPage(options.version) }) } },
+    ...managementRoutes({ broker, clients, facts }),
+    { pattern: /^\/api\/sessions$/, methods: { GET: ({ url }) => (checkParameters(url, []), json(sessionsView(broker))) } },
+    { pattern: /^\/api\/collections$/, methods: { GET: ({ url }) => (checkParameters(url, []), json(collectionsView(broker))) } },
+    {
+      pattern: /^\/api\/collections\/([^/]+)\/documents$/, methods: {
+        GET: ({ url, parameters }) => (checkParameters(url, documentsParameters), json(documentsView(broker, parameters[0] ?? '', url.searchParams))),
+      },
+    },
+    { pattern: /^\/api\/log$/, methods: { GET: ({ url }) => (checkParameters(url, []), json(logView(broker))) } },
+    { pattern: /^\/metrics$/, methods: { GET: async ({ url }) => (checkParameters(url, []), { contentType: metrics.contentType, body: await metrics.text() }) } },
   ];
 
   const server = createServer((request, response) => {
@@ -112,13 +113,19 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   });
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    await authenticate(request, options.users);
+    const user = await authenticate(request, options.users);
     const url = new URL(request.url ?? '/', 'http://cairn.invalid');
     const { route, parameters } = findRoute(routes, url.pathname);
-    if (request.method !== 'GET' && request.method !== 'HEAD') {
-      throw new HttpError(405, 'method-not-allowed', `${request.method ?? '?'} is not allowed on ${url.pathname}: the API is read-only, use GET`, { Allow: 'GET, HEAD' });
+    const method = request.method === 'HEAD' ? 'GET' : request.method;
+    const handler = route.methods[method as Method];
+    if (handler === undefined) {
+      const allowed = methods.filter((name) => route.methods[name] !== undefined);
+      if (allowed.includes('GET')) allowed.push('HEAD' as Method);
+      throw new HttpError(405, 'method_not_allowed', `${request.method ?? '?'} is not allowed on ${url.pathname}; allowed: ${allowed.join(', ')}`, { Allow: allowed.join(', ') });
     }
-    const answer = await route.handler({ url, parameters });
+    const context: RequestContext = { url, parameters, headers: request.headers, user, body: async () => parseJsonObject(await readBody(request)) };
+    const answer = await handler(context);
+    for (const [name, value] of Object.entries(answer.headers ?? {})) response.setHeader(name, value);
     send(response, answer.status ?? 200, answer.contentType ?? 'text/plain; charset=utf-8', request.method === 'HEAD' ? '' : answer.body);
   }
 
@@ -131,6 +138,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   });
   server.on('error', (error) => logger.error({ err: error }, 'HTTP listener error'));
   const port = (server.address() as AddressInfo).port;
+  listeners.push({ protocol: 'http', ipAddress: options.host, port });
   logger.info({ host: options.host, port }, 'HTTP listening');
   return { port, close: () => closeServer(server, timer) };
 }
@@ -143,29 +151,30 @@ function findRoute(routes: readonly Route[], pathname: string): { route: Route; 
         try {
           return decodeURIComponent(part);
         } catch {
-          throw new HttpError(400, 'bad-request', `path part '${part}' is not valid percent-encoding`);
+          throw new HttpError(400, 'bad_request', `path part '${part}' is not valid percent-encoding`);
         }
       });
       return { route, parameters };
     }
   }
-  throw new HttpError(404, 'not-found', `no route for ${pathname}: see /api/overview, /api/sessions, /api/exchanges, /api/queues, /api/bindings, /api/collections, /api/log, /metrics`);
+  throw new HttpError(404, 'not_found', `no route for ${pathname}: see /api/overview, /api/queues, /api/exchanges, /api/bindings, /api/connections, /api/sessions, /api/collections, /api/log, /metrics`);
 }
 
-async function authenticate(request: IncomingMessage, users: Users | undefined): Promise<void> {
-  if (users === undefined || users.size === 0) return;
+/** The authenticated user's name; undefined when the API is open. */
+async function authenticate(request: IncomingMessage, users: Users | undefined): Promise<string | undefined> {
+  if (users === undefined || users.size === 0) return undefined;
   const header = request.headers.authorization;
   const match = header === undefined ? null : /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
-  if (!match) throw new HttpError(401, 'unauthorized', 'credentials required: send HTTP Basic authentication', { 'WWW-Authenticate': authenticationRealm });
+  if (!match) throw new HttpError(401, 'not_authorised', 'credentials required: send HTTP Basic authentication', { 'WWW-Authenticate': authenticationRealm });
   const decoded = Buffer.from(match[1] ?? '', 'base64');
   const colon = decoded.indexOf(0x3a);
-  if (colon < 0) throw new HttpError(401, 'unauthorized', 'malformed Basic credentials: expected user:password', { 'WWW-Authenticate': authenticationRealm });
+  if (colon < 0) throw new HttpError(401, 'not_authorised', 'malformed Basic credentials: expected user:password', { 'WWW-Authenticate': authenticationRealm });
   const username = decoded.subarray(0, colon).toString('utf8');
   const outcome = await users.authenticate('http', username, decoded.subarray(colon + 1));
-  if (outcome === 'allowed') return;
-  if (outcome === 'not-authorized') throw new HttpError(403, 'forbidden', `user '${username}' may not use the HTTP API`);
+  if (outcome === 'allowed') return username;
+  if (outcome === 'not-authorized') throw new HttpError(403, 'not_authorised', `user '${username}' may not use the HTTP API`);
   if (outcome === 'busy') throw new HttpError(503, 'busy', 'too many logins are being checked at once: retry shortly', { 'Retry-After': '1' });
-  throw new HttpError(401, 'unauthorized', 'wrong user name or password', { 'WWW-Authenticate': authenticationRealm });
+  throw new HttpError(401, 'not_authorised', 'wrong user name or password', { 'WWW-Authenticate': authenticationRealm });
 }
 
 /** The one place that turns an error into a response. */
@@ -173,20 +182,21 @@ function answerError(response: ServerResponse, error: unknown, logger: Logger): 
   if (error instanceof HttpError) {
     sendError(response, error.status, error.error, error.message, error.headers);
   } else if (error instanceof QueryError) {
-    sendError(response, 400, 'bad-query', error.message);
+    sendError(response, 400, 'bad_request', error.message);
   } else {
     logger.error({ err: error }, 'HTTP request failed');
-    sendError(response, 500, 'internal', 'the request failed inside the server; see its log');
+    sendError(response, 500, 'internal_error', 'the request failed inside the server; see its log');
   }
 }
 
-function sendError(response: ServerResponse, status: number, error: string, detail: string, headers: Readonly<Record<string, string>> = {}): void {
+function sendError(response: ServerResponse, status: number, error: string, reason: string, headers: Readonly<Record<string, string>> = {}): void {
   if (response.headersSent) {
     response.destroy();
     return;
   }
   for (const [name, value] of Object.entries(headers)) response.setHeader(name, value);
-  send(response, status, 'application/json; charset=utf-8', `${JSON.stringify({ error, detail })}\n`);
+  // One line: rabbitmqadmin prints `reason` as it is.
+  send(response, status, 'application/json; charset=utf-8', `${JSON.stringify({ error, reason: reason.replace(/\s*\n\s*/g, ' ') })}\n`);
 }
 
 function send(response: ServerResponse, status: number, contentType: string, body: string): void {
@@ -204,18 +214,6 @@ function sessionCounts(broker: Broker): { total: number; connected: number; pers
     pending += session.state.pending.size;
   }
   return { total: broker.sessions.size, connected, persistent, pending };
-}
-
-function queueCounts(broker: Broker): { total: number; ready: number; unacked: number; consumers: number } {
-  let ready = 0;
-  let unacked = 0;
-  let consumers = 0;
-  for (const queue of broker.queues.values()) {
-    ready += queue.readyCount;
-    unacked += queue.unacked.size;
-    consumers += queue.consumers.length;
-  }
-  return { total: broker.queues.size, ready, unacked, consumers };
 }
 
 async function closeServer(server: Server, timer: NodeJS.Timeout): Promise<void> {

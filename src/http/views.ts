@@ -1,31 +1,19 @@
 /**
- * The HTTP API's views: each turns the broker's state (and runtime) into one
+ * Cairn's own HTTP resources (MQTT sessions, collections, the log): each turns the broker's state (and runtime) into one
  * JSON response body. Read-only and synchronous; they never write records.
  *
  * Listings are capped at `listItemsMax` entries (with `truncated: true`) so a
  * broker with a million sessions cannot make one request build a huge answer.
  */
 import type { Broker } from '../core/broker.js';
-import { bindingKey } from '../projections/state.js';
+import { HttpError } from './http-error.js';
 import { logPositionOf } from './log-position.js';
 import { parseQuery, runQuery, type JsonDocument, type QueryInput } from './query.js';
 
 export const listItemsMax = 10_000;
 export const documentsLimitDefault = 100;
 export const documentsLimitMax = 1_000;
-
-/** An error a handler throws to answer with a status; the server turns it into {error, detail}. */
-export class HttpError extends Error {
-  override readonly name = 'HttpError';
-  constructor(
-    readonly status: number,
-    readonly error: string,
-    detail: string,
-    readonly headers: Readonly<Record<string, string>> = {},
-  ) {
-    super(detail);
-  }
-}
+export const documentsParameters: readonly string[] = ['filter', 'sort', 'skip', 'limit'];
 
 function capped<T>(items: T[]): { items: T[]; truncated: boolean } {
   return items.length > listItemsMax ? { items: items.slice(0, listItemsMax), truncated: true } : { items, truncated: false };
@@ -49,48 +37,6 @@ export function sessionsView(broker: Broker): unknown {
   return { total: sessions.length, truncated, sessions: items };
 }
 
-export function exchangesView(broker: Broker): unknown {
-  const exchanges = [...broker.exchanges.values()].sort((a, b) => byName(a.name, b.name)).map((exchange) => ({
-    name: exchange.name,
-    type: exchange.type,
-    durable: exchange.durable,
-    autoDelete: exchange.autoDelete,
-    builtIn: exchange.builtIn,
-    bindings: exchange.bindingCount,
-  }));
-  const { items, truncated } = capped(exchanges);
-  return { total: exchanges.length, truncated, exchanges: items };
-}
-
-export function queuesView(broker: Broker): unknown {
-  const queues = [...broker.queues.values()].sort((a, b) => byName(a.name, b.name)).map((queue) => ({
-    name: queue.name,
-    durable: queue.durable,
-    autoDelete: queue.autoDelete,
-    exclusive: queue.exclusiveOwner !== undefined,
-    ready: queue.readyCount,
-    unacked: queue.unacked.size,
-    consumers: queue.consumers.length,
-    dropped: queue.dropped,
-  }));
-  const { items, truncated } = capped(queues);
-  return { total: queues.length, truncated, queues: items };
-}
-
-/** Bindings of every exchange but the default one, whose implicit queue-name bindings would only repeat /api/queues. */
-export function bindingsView(broker: Broker): unknown {
-  const bindings: Array<{ exchange: string; queue: string; routingKey: string; durable: boolean }> = [];
-  for (const exchange of broker.exchanges.values()) {
-    if (exchange.name === '') continue;
-    for (const { queue, routingKey } of exchange.bindings()) {
-      bindings.push({ exchange: exchange.name, queue, routingKey, durable: broker.state.bindings.has(bindingKey(exchange.name, queue, routingKey)) });
-    }
-  }
-  bindings.sort((a, b) => byName(a.exchange, b.exchange) || byName(a.queue, b.queue) || byName(a.routingKey, b.routingKey));
-  const { items, truncated } = capped(bindings);
-  return { total: bindings.length, truncated, bindings: items };
-}
-
 export function collectionsView(broker: Broker): unknown {
   const collections = [...broker.state.collections.values()].sort((a, b) => byName(a.name, b.name)).map((collection) => ({
     name: collection.name,
@@ -106,13 +52,13 @@ function jsonParameter(parameters: URLSearchParams, name: string): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch (error: unknown) {
-    throw new HttpError(400, 'bad-query', `${name} is not valid JSON: ${error instanceof Error ? error.message : String(error)}`);
+    throw new HttpError(400, 'bad_request', `${name} is not valid JSON: ${error instanceof Error ? error.message : String(error)}`);
   }
 }
 
 export function documentsView(broker: Broker, name: string, parameters: URLSearchParams): unknown {
   const collection = broker.state.collections.get(name);
-  if (!collection) throw new HttpError(404, 'not-found', `no collection named '${name}'`);
+  if (!collection) throw new HttpError(404, 'not_found', `no collection named '${name}'`);
   const input: QueryInput = {
     filter: jsonParameter(parameters, 'filter'),
     sort: jsonParameter(parameters, 'sort'),
@@ -121,7 +67,7 @@ export function documentsView(broker: Broker, name: string, parameters: URLSearc
   };
   const query = parseQuery(input);
   if (query.limit !== undefined && query.limit > documentsLimitMax) {
-    throw new HttpError(400, 'bad-query', `limit must be at most ${documentsLimitMax}, got ${query.limit}`);
+    throw new HttpError(400, 'bad_request', `limit must be at most ${documentsLimitMax}, got ${query.limit}`);
   }
   const documents: JsonDocument[] = [];
   for (const [id, document] of collection.documents) documents.push({ ...document, _id: id });

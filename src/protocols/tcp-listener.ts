@@ -14,10 +14,12 @@ export interface ListenerConnectionEvents {
   connectionClosed(protocol: ListenerProtocol): void;
 }
 
-export interface TcpListener {
+export interface TcpListener<C = unknown> {
   readonly port: number;
   /** Live connections, handshaking ones included. */
   connections(): number;
+  /** The live connections themselves (for the management API), handshaking ones included. */
+  list(): readonly C[];
   /** Stop accepting, close every connection, resolve when the listener is closed. */
   close(): Promise<void>;
 }
@@ -38,7 +40,7 @@ export interface TcpListenerOptions<C> {
   shutdown(connection: C): void;
 }
 
-export async function startTcpListener<C>(options: TcpListenerOptions<C>): Promise<TcpListener> {
+export async function startTcpListener<C>(options: TcpListenerOptions<C>): Promise<TcpListener<C>> {
   const { protocol, logger } = options;
   const name = protocol.toUpperCase();
   const live = new Set<C>();
@@ -62,6 +64,7 @@ export async function startTcpListener<C>(options: TcpListenerOptions<C>): Promi
   return {
     port,
     connections: () => live.size,
+    list: () => [...live],
     close: async () => {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const connection of [...live]) options.shutdown(connection);

@@ -3,7 +3,7 @@
  * MemoryLog with the article's ingest routes: five MQTT publishes become three
  * sensor_readings documents and one pings document; the article's filter
  * {"value": {"$gte": 25}} returns the greenhouse temperature and humidity.
- * Also: errors as {error, detail}, /metrics as Prometheus text, Basic auth.
+ * Also: errors as RabbitMQ's {error, reason}, /metrics as Prometheus text, Basic auth.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashPassword, parseUsersFile } from '../../src/auth/users.js';
@@ -107,33 +107,39 @@ describe('HTTP API over the article\'s ingest example', () => {
   it('a bad filter is 400 with the reason', async () => {
     const bad = await getJson(base, `/api/collections/sensor_readings/documents?filter=${encodeURIComponent('{"value":{"$in":25}}')}`);
     expect(bad.status).toBe(400);
-    expect(bad.body).toEqual({ error: 'bad-query', detail: "$in on 'value' needs an array, got number 25" });
+    expect(bad.body).toEqual({ error: 'bad_request', reason: "$in on 'value' needs an array, got number 25" });
     const notJson = await getJson(base, `/api/collections/sensor_readings/documents?filter=${encodeURIComponent('{value')}`);
     expect(notJson.status).toBe(400);
-    expect(String(notJson.body['detail'])).toMatch(/^filter is not valid JSON: /);
+    expect(String(notJson.body['reason'])).toMatch(/^filter is not valid JSON: /);
     const tooMany = await getJson(base, '/api/collections/sensor_readings/documents?limit=5000');
-    expect(tooMany.body).toEqual({ error: 'bad-query', detail: 'limit must be at most 1000, got 5000' });
+    expect(tooMany.body).toEqual({ error: 'bad_request', reason: 'limit must be at most 1000, got 5000' });
+    const unknown = await getJson(base, '/api/collections/sensor_readings/documents?limt=5');
+    expect(unknown).toMatchObject({ status: 400, body: { error: 'bad_request' } });
+    expect(String(unknown.body['reason'])).toMatch(/^unknown query parameter 'limt' /);
   });
 
   it('404 for unknown routes and collections, 405 for other methods', async () => {
     expect((await getJson(base, '/api/nothing')).status).toBe(404);
     const missing = await getJson(base, '/api/collections/chat/documents');
-    expect(missing).toMatchObject({ status: 404, body: { error: 'not-found', detail: "no collection named 'chat'" } });
+    expect(missing).toMatchObject({ status: 404, body: { error: 'not_found', reason: "no collection named 'chat'" } });
     const post = await getJson(base, '/api/overview', { method: 'POST' });
     expect(post.status).toBe(405);
     expect(post.headers.get('allow')).toBe('GET, HEAD');
+    expect((await getJson(base, '/api/queues/%2F/q', { method: 'PATCH' })).headers.get('allow')).toBe('GET, PUT, DELETE, HEAD');
   });
 
   it('overview, sessions, queues, exchanges, bindings and log', async () => {
     const overview = (await getJson(base, '/api/overview')).body;
-    expect(overview).toMatchObject({ version: '0.1.0-test', sessions: { total: 1, connected: 1, persistent: 0 }, collections: 2 });
-    expect((overview['log'] as Record<string, unknown>)['nextLsn']).toBe(broker.log.nextLsn);
+    expect(overview).toMatchObject({ product_name: 'Cairn', product_version: '0.1.0-test', object_totals: { queues: 0, exchanges: 4 } });
+    const cairn = overview['cairn'] as Record<string, unknown>;
+    expect(cairn).toMatchObject({ version: '0.1.0-test', sessions: { total: 1, connected: 1, persistent: 0 }, collections: 2 });
+    expect((cairn['log'] as Record<string, unknown>)['nextLsn']).toBe(broker.log.nextLsn);
     const sessions = (await getJson(base, '/api/sessions')).body;
     expect(sessions['sessions']).toEqual([{ clientId: 'probe', connected: true, persistent: false, subscriptions: [], pending: 0, inflight: 0, dropped: 0 }]);
-    expect((await getJson(base, '/api/queues')).body).toEqual({ total: 0, truncated: false, queues: [] });
-    const exchanges = (await getJson(base, '/api/exchanges')).body['exchanges'] as Array<Record<string, unknown>>;
+    expect((await getJson(base, '/api/queues')).body).toEqual([]);
+    const exchanges = (await getJson(base, '/api/exchanges')).body as unknown as Array<Record<string, unknown>>;
     expect(exchanges.map((e) => e['name'])).toEqual(['', 'amq.direct', 'amq.fanout', 'amq.topic']);
-    expect((await getJson(base, '/api/bindings')).body['bindings']).toEqual([]);
+    expect((await getJson(base, '/api/bindings')).body).toEqual([]);
     const log = (await getJson(base, '/api/log')).body;
     expect(log).toMatchObject({ nextLsn: broker.log.nextLsn, firstLsn: 1, durableLsn: broker.log.nextLsn - 1, lastSnapshot: null });
   });
@@ -190,7 +196,7 @@ describe('HTTP API with users configured', () => {
     for (const init of [undefined, basic('ops', 'wrong'), basic('nobody', 's3cret')]) {
       const { status, body, headers } = await getJson(base, '/api/overview', init);
       expect(status).toBe(401);
-      expect(body['error']).toBe('unauthorized');
+      expect(body['error']).toBe('not_authorised');
       expect(headers.get('www-authenticate')).toBe('Basic realm="Cairn", charset="UTF-8"');
     }
     expect((await fetch(`${base}/metrics`)).status).toBe(401);

@@ -25,6 +25,7 @@ import {
   CLASS_ID, decodeMethod, FRAME_TYPE, METHOD_ID, REPLY_CODE,
   type AmqpMethodInput, type ContentMethodInput, type Frame,
 } from './codec/index.js';
+import type { ChannelDescription } from '../connection-description.js';
 import { ContentAssembler } from './content-assembler.js';
 import { ChannelConsumer, type ConsumerChannel } from './consumer.js';
 import { dispatchChannelMethod, publishAssembled } from './dispatch.js';
@@ -99,6 +100,17 @@ export class AmqpChannel implements ConsumerChannel {
 
   get confirms(): PublisherConfirms | undefined {
     return this.confirmsValue;
+  }
+
+  describe(): ChannelDescription {
+    return {
+      number: this.number, state: this.stateValue, unacknowledged: this.unacked.size,
+      prefetch: this.consumerPrefetch, globalPrefetch: this.channelPrefetch,
+      confirm: this.confirmsValue !== undefined, unconfirmed: this.confirmsValue?.outstanding ?? 0,
+      consumers: [...this.consumers.values()].map((consumer) => ({
+        tag: consumer.tag, queue: consumer.queue, ackRequired: !consumer.noAck, prefetch: consumer.prefetch, active: consumer.active,
+      })),
+    };
   }
 
   // ─────────────────────────── inbound ───────────────────────────

@@ -26,6 +26,7 @@ import type { Logger } from 'pino';
 import { AssertionError } from '../../assert.js';
 import type { AmqpCore } from '../../core/api.js';
 import type { Users } from '../../auth/users.js';
+import { socketDescription, type ConnectionDescription, type ManagedConnection } from '../connection-description.js';
 import { AmqpChannel, type ChannelHost } from './channel.js';
 import {
   CLASS_ID, decodeMethod, encodeHeartbeatFrame, encodeMessage, encodeMethodFrame, FRAME_MIN_SIZE_BYTES, FRAME_TYPE,
@@ -33,6 +34,7 @@ import {
   type AmqpMethodInput, type ContentMethodInput, type FieldTable, type Frame,
 } from './codec/index.js';
 import { AmqpConnectionError, replyText, wireErrorOf, type FailedMethod, type WireError } from './errors.js';
+import { plainTableOf } from './field-table-json.js';
 import { dispatchConnectionMethod } from './handlers/connection.js';
 import { Heartbeat, type HeartbeatPeer } from './heartbeat.js';
 import type { AmqpLimits } from './limits.js';
@@ -61,7 +63,7 @@ const closeLingerMs = 1_000;
 
 let connectionSerial = 0;
 
-export class AmqpConnection implements ChannelHost, HeartbeatPeer {
+export class AmqpConnection implements ChannelHost, HeartbeatPeer, ManagedConnection {
   private stateValue: ConnectionState = 'awaiting-header';
   private readonly reader = new FrameReader();
   private readonly channels = new Map<number, AmqpChannel>();
@@ -77,6 +79,10 @@ export class AmqpConnection implements ChannelHost, HeartbeatPeer {
   private loggerValue: Logger;
   readonly owner: string;
   consumerCancelNotify = false;
+  /** start-ok's client-properties, for the management API. */
+  clientProperties: FieldTable = {};
+  private readonly connectedAt = Date.now();
+  private username: string | undefined = undefined;
 
   constructor(
     readonly socket: Socket,
@@ -229,6 +235,7 @@ export class AmqpConnection implements ChannelHost, HeartbeatPeer {
   authenticated(username: string | undefined): void {
     if (this.stateValue !== 'authenticating') return; // closed meanwhile
     this.stateValue = 'awaiting-tune-ok';
+    this.username = username;
     if (username !== undefined) this.loggerValue = this.loggerValue.child({ user: username });
     const { limits } = this.context;
     this.sendMethod(0, { name: 'connection.tune', channelMax: limits.channelMax, frameMax: limits.frameMaxBytes, heartbeat: limits.heartbeatSeconds });
@@ -393,16 +400,35 @@ export class AmqpConnection implements ChannelHost, HeartbeatPeer {
 
   /** The broker is stopping: tell the client (320 CONNECTION_FORCED) and hang up. */
   shutdown(): void {
+    this.forceClose('broker shutdown');
+  }
+
+  /** An operator closed this connection (management API): 320 CONNECTION_FORCED with their reason, as RabbitMQ does. */
+  closeByOperator(reason: string): void {
+    this.logger.info({ reason }, 'AMQP connection closed by an operator');
+    this.forceClose(reason);
+  }
+
+  private forceClose(reason: string): void {
     if (this.stateValue === 'closed') return;
     if (this.stateValue === 'awaiting-header' || this.stateValue === 'closing') {
       this.socket.destroy();
       return;
     }
     const wire: WireError = {
-      scope: 'connection', replyCode: REPLY_CODE.CONNECTION_FORCED, replyText: replyText(REPLY_CODE.CONNECTION_FORCED, 'broker shutdown'),
+      scope: 'connection', replyCode: REPLY_CODE.CONNECTION_FORCED, replyText: replyText(REPLY_CODE.CONNECTION_FORCED, reason),
       classId: 0, methodId: 0, internal: false,
     };
     this.closeWithError(wire, true);
+  }
+
+  describe(): ConnectionDescription {
+    const state = this.stateValue === 'open' ? 'running' : this.stateValue === 'closing' || this.stateValue === 'closed' ? this.stateValue : 'starting';
+    return {
+      protocol: 'amqp', ...socketDescription(this.socket), user: this.username, connectedAt: this.connectedAt, state,
+      clientProperties: plainTableOf(this.clientProperties), heartbeatSeconds: this.heartbeat.seconds, frameMax: this.frameMax, channelMax: this.channelMax,
+      channels: [...this.channels.values()].map((channel) => channel.describe()),
+    };
   }
 
   /** Flush what is written, send FIN, and destroy if the peer does not close within the linger. */

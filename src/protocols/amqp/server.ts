@@ -30,7 +30,7 @@ export interface AmqpServerOptions {
   readonly limits?: Partial<AmqpLimits>;
 }
 
-export type AmqpServer = TcpListener;
+export type AmqpServer = TcpListener<AmqpConnection>;
 
 export async function startAmqpServer(options: AmqpServerOptions): Promise<AmqpServer> {
   const limits = resolveAmqpLimits(options.limits);

@@ -21,6 +21,7 @@ import type { Logger } from 'pino';
 import { AssertionError, assert } from '../../assert.js';
 import { BrokerError, type Durable, type MqttClientLink, type MqttCore, type MqttOutgoingPublish, type MqttSessionHandle, type Qos } from '../../core/api.js';
 import type { Users } from '../../auth/users.js';
+import { socketDescription, type ConnectionDescription, type ManagedConnection } from '../connection-description.js';
 import { encodeConnack, encodePublish, encodePubrel, PacketDecoder, type ClientPacket } from './codec.js';
 import { isNormalClose, MqttConnectRefusedError, MqttLogFailedError, MqttProtocolError, type CloseReason } from './errors.js';
 import { PacketFramer } from './framer.js';
@@ -59,7 +60,7 @@ const connectFirstByte = 0x10;
 /** How long a closing socket may take to flush its last packets (a refusing CONNACK) before it is destroyed. */
 const closeLingerMs = 1_000;
 
-export class MqttConnection implements MqttClientLink {
+export class MqttConnection implements MqttClientLink, ManagedConnection {
   private stateValue: ConnectionState = 'awaiting-connect';
   private sessionValue: MqttSessionHandle | undefined;
   private clientIdValue: string | undefined;
@@ -77,6 +78,8 @@ export class MqttConnection implements MqttClientLink {
   /** QoS 0 deliveries dropped because the socket was congested: counted and logged, never silent. */
   private droppedDeliveries = 0;
   private loggerValue: Logger;
+  private readonly connectedAt = Date.now();
+  private username: string | undefined = undefined;
 
   constructor(
     readonly socket: Socket,
@@ -251,9 +254,10 @@ export class MqttConnection implements MqttClientLink {
   }
 
   /** core.connect returned: from now on a close detaches the session and may publish the will. */
-  attach(clientId: string, session: MqttSessionHandle, will: Will | undefined): void {
+  attach(clientId: string, session: MqttSessionHandle, will: Will | undefined, username: string | undefined): void {
     assert(this.stateValue === 'connecting' && this.sessionValue === undefined, `attach in state ${this.stateValue}`);
     this.clientIdValue = clientId;
+    this.username = username;
     this.sessionValue = session;
     this.will = will;
     this.loggerValue = this.loggerValue.child({ clientId });
@@ -271,6 +275,20 @@ export class MqttConnection implements MqttClientLink {
     if (this.stateValue !== 'connected' || this.yielding) return;
     this.socket.resume();
     this.drainCorked();
+  }
+
+  describe(): ConnectionDescription {
+    const state = this.stateValue === 'connected' ? 'running' : this.stateValue === 'closed' ? 'closed' : 'starting';
+    return {
+      protocol: 'mqtt', ...socketDescription(this.socket), user: this.username, connectedAt: this.connectedAt, state, channels: [],
+      ...(this.clientIdValue !== undefined ? { clientId: this.clientIdValue } : {}),
+    };
+  }
+
+  /** An operator closed this connection (management API): as an abnormal close, so the will is published [MQTT-3.1.2-8]. */
+  closeByOperator(reason: string): void {
+    this.logger.info({ reason }, 'MQTT connection closed by an operator');
+    this.close('closed-by-operator');
   }
 
   /** DISCONNECT: the will is discarded [MQTT-3.14.4-3]. */

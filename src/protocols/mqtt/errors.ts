@@ -20,6 +20,7 @@ export type CloseReason =
   | 'packet-too-large'
   | 'broker-error'
   | 'log-failed'
+  | 'closed-by-operator'
   | 'server-closing';
 
 /**

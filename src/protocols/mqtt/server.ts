@@ -29,7 +29,7 @@ export interface MqttServerOptions {
   readonly connectionEvents?: ListenerConnectionEvents;
 }
 
-export type MqttServer = TcpListener;
+export type MqttServer = TcpListener<MqttConnection>;
 
 export async function startMqttServer(options: MqttServerOptions): Promise<MqttServer> {
   const limits = resolveMqttLimits(options.limits);

@@ -30,6 +30,7 @@ export function handleStartOk(connection: AmqpConnection, method: AmqpMethodName
   }
   const { username, password } = parseSaslResponse(mechanism, method.response);
   connection.consumerCancelNotify = clientCapability(method.clientProperties, 'consumer_cancel_notify');
+  connection.clientProperties = method.clientProperties;
   connection.beginAuthentication();
   connection.users.authenticate('amqp', username, password)
     .then((outcome) => {

@@ -49,7 +49,7 @@ export async function handleConnect(connection: MqttConnection, packet: IConnect
   refuseUnlessAllowed(outcome, packet.username);
 
   const { session, sessionPresent, durable } = core.connect(clientId, cleanSession, connection);
-  connection.attach(clientId, session, will);
+  connection.attach(clientId, session, will, packet.username);
   if (durable !== undefined) {
     try {
       await durable;

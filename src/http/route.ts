@@ -1,0 +1,48 @@
+/**
+ * The shapes of the HTTP listener's route table: a path pattern whose groups
+ * are the (percent-decoded) parameters, and one handler per method. Handlers
+ * return an Answer; errors are thrown (HttpError) and answered in one place.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { JsonObject } from './management/request-body.js';
+
+export type Method = 'GET' | 'PUT' | 'POST' | 'DELETE';
+
+export interface RequestContext {
+  readonly url: URL;
+  readonly parameters: readonly string[];
+  readonly headers: IncomingHttpHeaders;
+  /** The authenticated user; undefined when the API is open (no users configured). */
+  readonly user: string | undefined;
+  /** The request body as a JSON object ({} when empty); 400 when it is not one. */
+  body(): Promise<JsonObject>;
+}
+
+export interface Answer {
+  readonly status?: number;
+  readonly contentType?: string;
+  readonly body: string;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+export type Handler = (context: RequestContext) => Answer | Promise<Answer>;
+
+export interface Route {
+  readonly pattern: RegExp;
+  readonly methods: Partial<Record<Method, Handler>>;
+}
+
+export function json(body: unknown, status = 200, headers: Readonly<Record<string, string>> = {}): Answer {
+  return { status, contentType: 'application/json; charset=utf-8', body: `${JSON.stringify(body)}\n`, headers };
+}
+
+export function noContent(status = 204, headers: Readonly<Record<string, string>> = {}): Answer {
+  return { status, body: '', headers };
+}
+
+/** A path segment matcher: the parameters are decoded by the server. */
+export const segment = '([^/]+)';
+
+export function path(...parts: string[]): RegExp {
+  return new RegExp(`^${parts.join('/')}$`);
+}
