@@ -177,6 +177,7 @@ export class Broker {
     const { writeSnapshot } = this.log;
     if (!writeSnapshot || this.snapshotting || this.state.lastLsn === 0) return undefined;
     this.snapshotting = true;
+    const started = performance.now();
     try {
       this.committer.flushSettled();
       const lsn = this.state.lastLsn;
@@ -185,6 +186,7 @@ export class Broker {
       await this.committer.settled();
       if (this.log.failed) return undefined;
       await writeSnapshot.call(this.log, lsn, data);
+      this.options.observer?.snapshotWritten?.((performance.now() - started) / 1000);
       await this.log.applyRetention?.call(this.log);
       this.logger.info({ lsn, bytes: data.byteLength }, 'snapshot written');
       return lsn;

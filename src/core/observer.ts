@@ -11,6 +11,8 @@ export interface BrokerObserver {
   messageOut(protocol: ObservedProtocol): void;
   /** Messages dropped at a session's or queue's bound. */
   drop(destination: 'session' | 'queue', count: number): void;
+  /** A snapshot was written, in this many seconds (encoding to renamed file). */
+  snapshotWritten?(seconds: number): void;
 }
 
 export const silentObserver: BrokerObserver = {

@@ -68,12 +68,12 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   const { broker, logger } = options;
   const clock = options.clock ?? Date.now;
   const metrics = options.metrics ?? new Metrics();
-  metrics.collectFrom(broker);
+  const clients = options.clients ?? ((): Iterable<ManagedConnection> => []);
+  metrics.collectFrom(broker, options.clients);
   const startedAt = clock();
   const sampler = new RateSampler(metrics, () => broker.log.nextLsn, clock);
   const timer = setInterval(() => sampler.sample(), rateSampleMs);
   timer.unref();
-  const clients = options.clients ?? ((): Iterable<ManagedConnection> => []);
   const listeners: ListenerAddress[] = [...(options.listeners ?? [])];
 
   /** Cairn's own overview: what RabbitMQ's has no place for. */
@@ -106,6 +106,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     },
     { pattern: /^\/api\/log$/, methods: { GET: ({ url }) => (checkParameters(url, []), json(logView(broker))) } },
     { pattern: /^\/metrics$/, methods: { GET: async ({ url }) => (checkParameters(url, []), { contentType: metrics.contentType, body: await metrics.text() }) } },
+    { pattern: /^\/metrics\/per-object$/, methods: { GET: async ({ url }) => (checkParameters(url, []), { contentType: metrics.contentType, body: await metrics.perObjectText() }) } },
   ];
 
   const server = createServer((request, response) => {

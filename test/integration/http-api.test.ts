@@ -157,7 +157,7 @@ describe('HTTP API over the article\'s ingest example', () => {
       expect(line).toMatch(sampleLine);
     }
     for (const name of Object.values(metricNames)) expect(text).toContain(`# TYPE ${name} `);
-    expect(text).toContain('cairn_messages_received_total{protocol="mqtt"} 1');
+    expect(text).toContain('rabbitmq_global_messages_received_total{protocol="mqtt311"} 1');
     expect(text).toContain('cairn_log_batch_records_sum 3');
     // Counted from the log position when the server started (the publishes came before it).
     expect(text).toContain(`cairn_log_records_appended_total ${broker.log.nextLsn - nextLsnAtStart}`);

@@ -19,15 +19,15 @@ describe('Metrics', () => {
     metrics.connectionOpened('amqp');
     metrics.connectionClosed('amqp');
     const text = await metrics.text();
-    expect(text).toContain('cairn_messages_received_total{protocol="mqtt"} 2');
-    expect(text).toContain('cairn_messages_received_total{protocol="amqp"} 0');
-    expect(text).toContain('cairn_messages_delivered_total{protocol="amqp"} 1');
+    expect(text).toContain('rabbitmq_global_messages_received_total{protocol="mqtt311"} 2');
+    expect(text).toContain('rabbitmq_global_messages_received_total{protocol="amqp091"} 0');
+    expect(text).toContain('rabbitmq_global_messages_delivered_total{protocol="amqp091"} 1');
     expect(text).toContain('cairn_log_fsyncs_total 1');
     expect(text).toContain('cairn_log_fsync_seconds_bucket{le="0.005"} 1');
     expect(text).toContain('cairn_log_batch_records_sum 7');
     expect(text).toContain('cairn_messages_dropped_total{destination="queue"} 2');
-    expect(text).toContain('cairn_connections{protocol="amqp"} 1');
-    expect(text).toContain('cairn_connections_opened_total{protocol="amqp"} 2');
+    expect(text).toContain('rabbitmq_connections_opened_total 2');
+    expect(text).toContain('rabbitmq_connections_closed_total 1');
     expect(metrics.totals()).toEqual({ messagesIn: { mqtt: 2, amqp: 0 }, messagesOut: { mqtt: 0, amqp: 1 }, fsyncs: 1 });
     expect(metrics.connectionCount()).toEqual({ mqtt: 0, amqp: 1 });
   });
@@ -36,7 +36,7 @@ describe('Metrics', () => {
     const a = new Metrics();
     const b = new Metrics();
     a.messageIn('amqp');
-    expect(await b.text()).toContain('cairn_messages_received_total{protocol="amqp"} 0');
+    expect(await b.text()).toContain('rabbitmq_global_messages_received_total{protocol="amqp091"} 0');
   });
 });
 

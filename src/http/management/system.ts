@@ -6,6 +6,7 @@
  */
 import { availableParallelism } from 'node:os';
 import type { Broker } from '../../core/broker.js';
+import { queueTotals } from '../../core/queue-totals.js';
 import type { MetricsTotals } from '../../metrics.js';
 import type { ConnectionDescription } from '../../protocols/connection-description.js';
 import type { Item } from './listing.js';
@@ -29,33 +30,21 @@ const exchangeTypes = [
   { name: 'topic', description: 'AMQP topic exchange, as per the AMQP specification', enabled: true },
 ];
 
-function queueTotals(broker: Broker): { messages: number; messages_ready: number; messages_unacknowledged: number; consumers: number } {
-  let ready = 0;
-  let unacked = 0;
-  let consumers = 0;
-  for (const queue of broker.queues.values()) {
-    ready += queue.readyCount;
-    unacked += queue.unacked.size;
-    consumers += queue.consumers.length;
-  }
-  return { messages: ready + unacked, messages_ready: ready, messages_unacknowledged: unacked, consumers };
-}
-
 function sum(record: Readonly<Record<string, number>>): number {
   return Object.values(record).reduce((total, value) => total + value, 0);
 }
 
 export function overviewJson(facts: SystemFacts): Item {
   const { broker, connections } = facts;
-  const { consumers, ...totals } = queueTotals(broker);
+  const totals = queueTotals(broker);
   return {
     management_version: facts.version, product_name: 'Cairn', product_version: facts.version, rabbitmq_version: facts.version,
     rates_mode: 'none', cluster_name: nodeName, node: nodeName, exchange_types: exchangeTypes,
     message_stats: { publish: sum(facts.totals.messagesIn), deliver_get: sum(facts.totals.messagesOut) },
-    queue_totals: totals,
+    queue_totals: { messages: totals.messages, messages_ready: totals.ready, messages_unacknowledged: totals.unacknowledged },
     object_totals: {
       connections: connections.length, channels: connections.reduce((count, connection) => count + connection.channels.length, 0),
-      exchanges: broker.exchanges.size, queues: broker.queues.size, consumers,
+      exchanges: broker.exchanges.size, queues: broker.queues.size, consumers: totals.consumers,
     },
     listeners: facts.listeners.map((listener) => ({ node: nodeName, protocol: listener.protocol, ip_address: listener.ipAddress, port: listener.port })),
     cairn: facts.cairn,
@@ -72,7 +61,7 @@ export function nodeJson(facts: SystemFacts): Item {
 }
 
 export function vhostJson(facts: SystemFacts): Item {
-  const { consumers: _consumers, ...totals } = queueTotals(facts.broker);
+  const totals = queueTotals(facts.broker);
   let received = 0;
   let sent = 0;
   for (const connection of facts.connections) {
@@ -81,6 +70,6 @@ export function vhostJson(facts: SystemFacts): Item {
   }
   return {
     name: onlyVhost, description: 'Default virtual host', tags: [], tracing: false, cluster_state: { [nodeName]: 'running' },
-    ...totals, recv_oct: received, send_oct: sent,
+    messages: totals.messages, messages_ready: totals.ready, messages_unacknowledged: totals.unacknowledged, recv_oct: received, send_oct: sent,
   };
 }

@@ -1,0 +1,190 @@
+/**
+ * The gauges read from the broker's state, its log and its live connections
+ * when scraped; nothing is counted on the hot paths for them, so they cannot
+ * drift from what they describe.
+ *
+ * Object metrics (rabbitmq_queue_*) are registered twice: unlabelled sums in
+ * the aggregated registry (/metrics), one series per queue {vhost, queue} in
+ * the per-object registry (/metrics/per-object), as RabbitMQ's plugin does.
+ * Per-queue series stop at `queueSeriesMax` queues (a scrape must stay
+ * bounded); the aggregated sums always count every queue.
+ */
+import { hostname } from 'node:os';
+import { Counter, Gauge, type Registry } from 'prom-client';
+import type { Broker } from './core/broker.js';
+import { queueTotals } from './core/queue-totals.js';
+import { logPositionOf } from './http/log-position.js';
+import type { ManagedConnection } from './protocols/connection-description.js';
+import { metricNames } from './metric-names.js';
+
+/** Queues beyond this many get no per-object series of their own (they still count in the aggregated sums). */
+export const queueSeriesMax = 10_000;
+
+export interface MetricsRegistries {
+  readonly shared: Registry;
+  readonly aggregated: Registry;
+  readonly perObject: Registry;
+}
+
+export interface ConnectionSource {
+  /** The live client connections, when the caller has them (channels and consumers need them). */
+  readonly clients?: () => Iterable<ManagedConnection>;
+  /** Open connections when `clients` is absent. */
+  readonly openConnections: () => number;
+}
+
+export function registerBrokerGauges(registries: MetricsRegistries, broker: Broker, connections: ConnectionSource): void {
+  registerLogGauges([registries.shared], broker);
+  registerSessionGauges([registries.shared], broker);
+  registerConnectionGauges([registries.shared], broker, connections);
+  registerQueueGauges(registries, broker);
+  new Gauge({
+    name: metricNames.collectionDocuments, help: 'Documents in each ingest collection', labelNames: ['collection'] as const, registers: [registries.shared],
+    collect() {
+      this.reset();
+      for (const collection of broker.state.collections.values()) this.set({ collection: collection.name }, collection.documents.size);
+    },
+  });
+}
+
+function registerLogGauges(registers: Registry[], broker: Broker): void {
+  let countedUpTo = broker.log.nextLsn;
+  const recordsAppended = new Counter({
+    name: metricNames.recordsAppended, help: 'Records appended to the log by this process (derived from the log position at scrape)', registers,
+    collect() {
+      const nextLsn = broker.log.nextLsn;
+      if (nextLsn > countedUpTo) this.inc(nextLsn - countedUpTo);
+      countedUpTo = nextLsn;
+    },
+  });
+  recordsAppended.inc(0);
+  const logGauge = (name: string, help: string, read: (position: ReturnType<typeof logPositionOf>) => number | undefined): void => {
+    new Gauge({
+      name, help, registers,
+      collect() {
+        const value = read(logPositionOf(broker.log));
+        if (value !== undefined) this.set(value);
+      },
+    });
+  };
+  logGauge(metricNames.logNextLsn, 'The LSN the next appended record gets', (p) => p.nextLsn);
+  logGauge(metricNames.logDurableLsn, 'Every record up to this LSN is fsynced', (p) => p.durableLsn);
+  logGauge(metricNames.logFirstLsn, 'The oldest LSN still in the log (retention removes older segments)', (p) => p.firstLsn);
+  logGauge(metricNames.logBytes, 'Bytes in the log segment files', (p) => p.bytes);
+  logGauge(metricNames.logSegments, 'Log segment files', (p) => p.segments?.length);
+  const recovery = broker.recovery;
+  if (recovery !== undefined) {
+    new Gauge({ name: metricNames.replaySeconds, help: 'Time the last start-up took to load the snapshot and replay the log', registers }).set(recovery.replayMs / 1000);
+    new Gauge({ name: metricNames.recordsReplayed, help: 'Records replayed after the snapshot at the last start-up', registers }).set(recovery.recordsReplayed);
+  }
+  // RabbitMQ's dashboards join every series on this one to name the node and cluster.
+  const node = `cairn@${hostname()}`;
+  new Gauge({
+    name: metricNames.identityInfo, help: 'RabbitMQ node & cluster identity info (Cairn: one node, its own cluster)',
+    labelNames: ['rabbitmq_node', 'rabbitmq_cluster', 'rabbitmq_cluster_permanent_id'] as const, registers,
+  }).set({ rabbitmq_node: node, rabbitmq_cluster: node, rabbitmq_cluster_permanent_id: `cairn-${node}` }, 1);
+}
+
+function registerSessionGauges(registers: Registry[], broker: Broker): void {
+  new Gauge({
+    name: metricNames.mqttSessions, help: 'MQTT sessions, by whether a client is connected and whether the session is persistent', labelNames: ['connected', 'persistent'] as const, registers,
+    collect() {
+      const counts = new Map<string, number>([['true/true', 0], ['true/false', 0], ['false/true', 0], ['false/false', 0]]);
+      for (const session of broker.sessions.values()) {
+        const key = `${String(session.link !== undefined)}/${String(session.persistent)}`;
+        counts.set(key, (counts.get(key) ?? 0) + 1);
+      }
+      for (const [key, count] of counts) {
+        const [connected = '', persistent = ''] = key.split('/');
+        this.set({ connected, persistent }, count);
+      }
+    },
+  });
+  new Gauge({
+    name: metricNames.sessionPending, help: 'Messages queued in MQTT sessions (sent or not) waiting for their acknowledgement, summed over sessions', registers,
+    collect() {
+      let pending = 0;
+      for (const session of broker.sessions.values()) pending += session.state.pending.size;
+      this.set(pending);
+    },
+  });
+  new Gauge({
+    name: metricNames.sessionInflight, help: 'QoS 1/2 messages sent on MQTT connections and not acknowledged yet, summed over sessions', registers,
+    collect() {
+      let inflight = 0;
+      for (const session of broker.sessions.values()) inflight += session.inflight.size;
+      this.set(inflight);
+    },
+  });
+  new Gauge({
+    name: metricNames.droppedHeld, help: 'Messages dropped at their bound by the sessions and queues that exist now', labelNames: ['destination'] as const, registers,
+    collect() {
+      let sessions = 0;
+      for (const session of broker.sessions.values()) sessions += session.state.dropped;
+      let queues = 0;
+      for (const queue of broker.queues.values()) queues += queue.dropped;
+      this.set({ destination: 'session' }, sessions);
+      this.set({ destination: 'queue' }, queues);
+    },
+  });
+}
+
+function registerConnectionGauges(registers: Registry[], broker: Broker, source: ConnectionSource): void {
+  /** One description of the connections per scrape, shared by the gauges below. */
+  let described: { at: number; channels: number; channelConsumers: number; channelUnacked: number; connections: number } | undefined;
+  const connectionFigures = (): NonNullable<typeof described> => {
+    const now = Date.now();
+    if (described !== undefined && described.at === now) return described;
+    const figures = { at: now, channels: 0, channelConsumers: 0, channelUnacked: 0, connections: 0 };
+    if (source.clients === undefined) figures.connections = source.openConnections();
+    for (const client of source.clients?.() ?? []) {
+      const connection = client.describe();
+      figures.connections++;
+      for (const channel of connection.channels) {
+        figures.channels++;
+        figures.channelConsumers += channel.consumers.length;
+        figures.channelUnacked += channel.unacknowledged;
+      }
+    }
+    return (described = figures);
+  };
+  const gauge = (name: string, help: string, read: () => number): void => {
+    new Gauge({ name, help, registers, collect() { this.set(read()); } });
+  };
+  gauge(metricNames.connections, 'Connections currently open (AMQP and MQTT)', () => connectionFigures().connections);
+  gauge(metricNames.channels, 'Channels currently open', () => connectionFigures().channels);
+  gauge(metricNames.channelConsumers, 'Consumers on channels, summed over channels', () => connectionFigures().channelConsumers);
+  gauge(metricNames.channelMessagesUnacked, 'Delivered but not yet acknowledged messages, summed over channels', () => connectionFigures().channelUnacked);
+  gauge(metricNames.consumers, 'Consumers currently connected', () => queueTotals(broker).consumers);
+  gauge(metricNames.queues, 'Queues available', () => broker.queues.size);
+  new Gauge({
+    name: metricNames.globalConsumers, help: 'Current number of consumers', labelNames: ['protocol'] as const, registers,
+    collect() { this.set({ protocol: 'amqp091' }, queueTotals(broker).consumers); },
+  });
+}
+
+const queueFamilies = [
+  [metricNames.queueMessagesReady, 'Messages ready to be delivered to consumers', 'ready'],
+  [metricNames.queueMessagesUnacked, 'Messages delivered to consumers but not yet acknowledged', 'unacknowledged'],
+  [metricNames.queueMessages, 'Sum of ready and unacknowledged messages - total queue depth', 'messages'],
+  [metricNames.queueConsumers, 'Consumers on a queue', 'consumers'],
+] as const;
+
+function registerQueueGauges(registries: MetricsRegistries, broker: Broker): void {
+  for (const [name, help, field] of queueFamilies) {
+    new Gauge({ name, help, registers: [registries.aggregated], collect() { this.set(queueTotals(broker)[field]); } });
+    new Gauge({
+      name, help, labelNames: ['vhost', 'queue'] as const, registers: [registries.perObject],
+      collect() {
+        this.reset();
+        let series = 0;
+        for (const queue of broker.queues.values()) {
+          if (series++ >= queueSeriesMax) break;
+          const unacknowledged = queue.unacked.size;
+          const values = { ready: queue.readyCount, unacknowledged, messages: queue.readyCount + unacknowledged, consumers: queue.consumers.length };
+          this.set({ vhost: '/', queue: queue.name }, values[field]);
+        }
+      },
+    });
+  }
+}
