@@ -70,7 +70,8 @@ export class SegmentCursor {
     /** A probe (isValidFrameAt) asks about one frame only, not where the segment ends. */
     private readonly zeroTailIsEnd = true,
   ) {
-    this.buffer = Buffer.allocUnsafe(Math.max(chunkBytes, lengthPrefixBytes));
+    // No bigger than the range: a small segment (or its end) gets a small buffer, grown for a bigger frame.
+    this.buffer = Buffer.allocUnsafe(Math.max(Math.min(chunkBytes, end - position), lengthPrefixBytes));
     this.bytes = new Uint8Array(this.buffer.buffer, this.buffer.byteOffset, this.buffer.length);
     this.view = new DataView(this.buffer.buffer, this.buffer.byteOffset, this.buffer.length);
   }

@@ -18,6 +18,7 @@
  * `openAsync(dir, 'r')`).
  */
 import * as fs from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { promisify } from 'node:util';
 
 export type WriteCallback = (error: NodeJS.ErrnoException | null, bytesWritten: number) => void;
@@ -140,6 +141,27 @@ export async function fsyncDirectory(fileSystem: LogFileSystem, dir: string): Pr
     await fileSystem.fsyncAsync(fd);
   } finally {
     await fileSystem.closeAsync(fd);
+  }
+}
+
+/**
+ * Creates `dir` and any missing parent, and makes them survive a power loss: a
+ * new directory's entry lives in its parent, so each parent of a created
+ * directory is fsynced (top down). Without it the whole data directory, with
+ * every acknowledged record in it, could be gone after a crash. A parent we
+ * may not read (EACCES) cannot be fsynced by us; the file system's own commit
+ * has to do.
+ */
+export async function makeDirectoryDurably(fileSystem: LogFileSystem, dir: string): Promise<void> {
+  const created: string[] = [];
+  for (let path = resolve(dir); !fileSystem.existsSync(path) && dirname(path) !== path; path = dirname(path)) created.unshift(path);
+  await fileSystem.mkdirAsync(dir);
+  for (const path of created) {
+    try {
+      await fsyncDirectory(fileSystem, dirname(path));
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== 'EACCES') throw error;
+    }
   }
 }
 

@@ -13,7 +13,7 @@
 import { join } from 'node:path';
 import { silentLogger, type Logger } from '../logger.js';
 import { CorruptRecordError, LogClosedError, LogError, LogInconsistentError, NotACairnLogError, type LogFailedError } from './errors.js';
-import { fsyncDirectory, nodeFileSystem, writeAllAsync, type LogFileSystem } from './file-system.js';
+import { fsyncDirectory, makeDirectoryDurably, nodeFileSystem, writeAllAsync, type LogFileSystem } from './file-system.js';
 import { GroupCommit, type ActiveSegment } from './group-commit.js';
 import { checkReadFrom, readRecords, type ReadFrom } from './read.js';
 import { recoverSegments, scanSegment } from './recovery.js';
@@ -94,12 +94,14 @@ export class SegmentedLog {
   static async open(options: LogOptions): Promise<SegmentedLog> {
     const settings = resolveSettings(options);
     const { dir, logger, fileSystem } = settings;
-    await fileSystem.mkdirAsync(dir);
+    await makeDirectoryDurably(fileSystem, dir);
     const listing = listDataDirectory(fileSystem, dir);
-    // After the listing: an archive directory inside the data directory must not make a fresh one look foreign.
-    if (settings.archiveDir !== undefined) await fileSystem.mkdirAsync(settings.archiveDir);
+    if (settings.archiveDir !== undefined) await makeDirectoryDurably(fileSystem, settings.archiveDir);
+    // The archive directory may sit inside the data directory: it is not foreign, even before the first segment
+    // (a crash can come between creating it and the first segment).
+    const foreign = listing.foreign.filter((name) => settings.archiveDir === undefined || join(dir, name) !== join(settings.archiveDir));
     if (listing.segments.length === 0) {
-      const others = [...listing.snapshots.map((s) => s.file), ...listing.snapshotTemporaries, ...listing.foreign];
+      const others = [...listing.snapshots.map((s) => s.file), ...listing.snapshotTemporaries, ...foreign];
       if (others.length > 0) throw new NotACairnLogError(dir, others);
       const zeros = initialZeros(settings);
       const fd = await createSegment(fileSystem, dir, 1, zeros === undefined ? {} : { zeros });
@@ -107,7 +109,6 @@ export class SegmentedLog {
       const state = { file: segmentFileName(1), firstLsn: 1, lastLsn: 0, bytes: segmentHeaderBytes, timestamps: undefined };
       return new SegmentedLog(settings, [state], fd, segmentHeaderBytes + (zeros?.length ?? 0), undefined);
     }
-    const foreign = listing.foreign.filter((name) => settings.archiveDir === undefined || join(dir, name) !== join(settings.archiveDir));
     if (foreign.length > 0) logger.warn({ dir, files: foreign }, 'the log directory holds files that are not part of the log; leaving them alone');
     await removeSnapshotTemporaries(fileSystem, dir, listing.snapshotTemporaries, logger);
     const snapshot = loadNewestValidSnapshot(fileSystem, dir, listing.snapshots, logger);

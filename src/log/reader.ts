@@ -56,6 +56,7 @@ interface ReaderSegment extends SegmentState {
   /** Frames are read up to here: the file size, or the start of a torn tail. */
   readLimit: number;
   headerError: SegmentHeaderError | undefined;
+  creationInterrupted: boolean;
 }
 
 export function openLogReader(dir: string, options: { fileSystem?: LogFileSystem } = {}): LogReader {
@@ -64,10 +65,10 @@ export function openLogReader(dir: string, options: { fileSystem?: LogFileSystem
   const listing = listDataDirectory(fileSystem, dir);
   if (listing.segments.length === 0) throw new NotACairnLogError(dir, [...listing.snapshots.map((s) => s.file), ...listing.foreign]);
   const segments = listing.segments.map(({ file, firstLsn }, index): ReaderSegment => {
-    const { header, fileBytes } = readSegmentHeaderSync(fileSystem, dir, file);
+    const { header, fileBytes, creationInterrupted } = readSegmentHeaderSync(fileSystem, dir, file, firstLsn);
     const next = listing.segments[index + 1];
     const lastLsn = next === undefined ? firstLsn - 1 : next.firstLsn - 1;
-    return { file, firstLsn, lastLsn, bytes: fileBytes, timestamps: undefined, readLimit: fileBytes, headerError: headerProblem(header, file, firstLsn) };
+    return { file, firstLsn, lastLsn, bytes: fileBytes, timestamps: undefined, readLimit: fileBytes, headerError: headerProblem(header, file, firstLsn), creationInterrupted };
   });
   const tornTail = inspectLastSegment(fileSystem, dir, segments[segments.length - 1]!);
   return {
@@ -93,10 +94,10 @@ function headerProblem(header: Buffer, file: string, firstLsn: Lsn): SegmentHead
 
 /** Finds where the last segment's valid frames end, without repairing anything. */
 function inspectLastSegment(fileSystem: LogFileSystem, dir: string, segment: ReaderSegment): TornTail | undefined {
-  if (segment.bytes < segmentHeaderBytes) {
-    segment.readLimit = segment.bytes;
+  if (segment.creationInterrupted) {
+    segment.readLimit = Math.min(segment.bytes, segmentHeaderBytes);
     segment.headerError = undefined;
-    return { segment: segment.file, lsn: segment.firstLsn, bytesDropped: segment.bytes, reason: 'segment creation was interrupted before its header was complete' };
+    return { segment: segment.file, lsn: segment.firstLsn, bytesDropped: segment.bytes, reason: 'segment creation was interrupted before its header was durable' };
   }
   if (segment.headerError !== undefined) return undefined;
   const scan = scanSegment(fileSystem, dir, segment.file, segment.firstLsn, segment.bytes);

@@ -10,9 +10,9 @@
  *   any segment    complete header, wrong magic / checksum /         SegmentHeaderError
  *                  version / first LSN
  *   non-last       header shorter than 32 bytes                      SegmentHeaderError
- *   last           header shorter than 32 bytes                      torn creation: rewrite the header
- *                                                                    (no record can be in it: records
- *                                                                    follow a synced header)
+ *   last           header shorter than 32 bytes, or torn (each       torn creation: rewrite the header
+ *                  byte the expected one or zero) with only zeros    (no record can be in it: records
+ *                  after it                                          follow a synced header)
  *   non-last       any bad frame                                     CorruptRecordError (a segment is
  *                                                                    synced before the next is created)
  *   last           intact frame (checksum matches) with a wrong LSN  CorruptRecordError (no torn write
@@ -110,7 +110,7 @@ export interface Recovered {
  */
 export function recoverSegments(fileSystem: LogFileSystem, dir: string, found: readonly { file: string; firstLsn: Lsn }[], replayFromLsn: Lsn, logger: Logger): Recovered {
   const lastIndex = found.length - 1;
-  const segments = checkHeaders(fileSystem, dir, found);
+  const { segments, lastCreationInterrupted } = checkHeaders(fileSystem, dir, found);
   let scanStart = 0;
   for (let i = 0; i <= lastIndex; i++) if ((found[i]?.firstLsn ?? Infinity) <= replayFromLsn) scanStart = i;
   for (let i = scanStart; i < lastIndex; i++) {
@@ -121,21 +121,24 @@ export function recoverSegments(fileSystem: LogFileSystem, dir: string, found: r
     segment.lastLsn = scan.lastLsn;
     segment.timestamps = scan.timestamps;
   }
-  const tornTail = recoverLastSegment(fileSystem, dir, segments[lastIndex]!, logger);
+  const tornTail = recoverLastSegment(fileSystem, dir, segments[lastIndex]!, lastCreationInterrupted, logger);
   return { segments, tornTail };
 }
 
-/** Headers of every segment; a short header is accepted only on the last one (flagged by bytes < header size). */
-function checkHeaders(fileSystem: LogFileSystem, dir: string, found: readonly { file: string; firstLsn: Lsn }[]): SegmentState[] {
-  return found.map(({ file, firstLsn }, index) => {
-    const { header, fileBytes } = readSegmentHeaderSync(fileSystem, dir, file);
+/** Headers of every segment; an interrupted creation (short or torn header) is accepted only on the last one. */
+function checkHeaders(fileSystem: LogFileSystem, dir: string, found: readonly { file: string; firstLsn: Lsn }[]): { segments: SegmentState[]; lastCreationInterrupted: boolean } {
+  let lastCreationInterrupted = false;
+  const segments = found.map(({ file, firstLsn }, index): SegmentState => {
+    const { header, fileBytes, creationInterrupted } = readSegmentHeaderSync(fileSystem, dir, file, firstLsn);
     const isLast = index === found.length - 1;
-    if (!(isLast && fileBytes < segmentHeaderBytes)) decodeSegmentHeader(header, file, firstLsn);
+    if (isLast) lastCreationInterrupted = creationInterrupted;
+    if (!(isLast && creationInterrupted)) decodeSegmentHeader(header, file, firstLsn);
     const next = found[index + 1];
     // Until scanned, a segment is assumed to run up to its successor.
     const lastLsn = next === undefined ? firstLsn - 1 : next.firstLsn - 1;
     return { file, firstLsn, lastLsn, bytes: fileBytes, timestamps: undefined };
   });
+  return { segments, lastCreationInterrupted };
 }
 
 function assertChain(file: string, lastLsn: Lsn, next: SegmentState): void {
@@ -144,9 +147,9 @@ function assertChain(file: string, lastLsn: Lsn, next: SegmentState): void {
   }
 }
 
-function recoverLastSegment(fileSystem: LogFileSystem, dir: string, segment: SegmentState, logger: Logger): TornTail | undefined {
-  if (segment.bytes < segmentHeaderBytes) {
-    const torn: TornTail = { segment: segment.file, lsn: segment.firstLsn, bytesDropped: segment.bytes, reason: 'segment creation was interrupted before its header was complete' };
+function recoverLastSegment(fileSystem: LogFileSystem, dir: string, segment: SegmentState, creationInterrupted: boolean, logger: Logger): TornTail | undefined {
+  if (creationInterrupted) {
+    const torn: TornTail = { segment: segment.file, lsn: segment.firstLsn, bytesDropped: segment.bytes, reason: 'segment creation was interrupted before its header was durable' };
     rewriteHeader(fileSystem, dir, segment);
     logger.warn(torn, 'torn segment header rewritten: the segment was being created when the process stopped');
     return torn;

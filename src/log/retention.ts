@@ -66,8 +66,11 @@ function countOutsideWindow(segments: readonly RetentionCandidate[], snapshotLsn
 }
 
 /**
- * Deletes `files` from `dir`, or moves them to `archiveDir` when given, then
- * fsyncs the directories so the removal (and the archive copy) survive a crash.
+ * Deletes `files` from `dir`, or moves them to `archiveDir` when given, one at
+ * a time in the order given (oldest first), fsyncing the directories after
+ * each: unsynced removals may reach the disk in any order, and a crash that
+ * kept an older segment but not a newer one would leave a hole in the LSN
+ * chain. With one fsync per file, a crash leaves a prefix removed.
  * An archive never overwrites a file of the same name: it may belong to another log.
  */
 export async function removeOrArchive(fileSystem: LogFileSystem, dir: string, archiveDir: string | undefined, files: readonly string[]): Promise<{ removed: string[]; archived: string[] }> {
@@ -79,11 +82,11 @@ export async function removeOrArchive(fileSystem: LogFileSystem, dir: string, ar
       removed.push(file);
     } else {
       await moveToArchive(fileSystem, dir, archiveDir, file);
+      await fsyncDirectory(fileSystem, archiveDir);
       archived.push(file);
     }
+    await fsyncDirectory(fileSystem, dir);
   }
-  if (archiveDir !== undefined && archived.length > 0) await fsyncDirectory(fileSystem, archiveDir);
-  if (files.length > 0) await fsyncDirectory(fileSystem, dir);
   return { removed, archived };
 }
 

@@ -23,6 +23,7 @@ import { checksum64 } from './checksum.js';
 import { SegmentHeaderError } from './errors.js';
 import { fsyncDirectory, writeAllAsync, type LogFileSystem } from './file-system.js';
 import type { Lsn } from './record.js';
+import { nonZeroEnd } from './zero-tail.js';
 
 export const segmentHeaderBytes = 32;
 export const segmentFormatVersion = 1;
@@ -103,17 +104,33 @@ export function decodeSegmentHeader(header: Buffer, file: string, expectedFirstL
   }
 }
 
-/** Reads the first header bytes of a segment; returns the file size too. */
-export function readSegmentHeaderSync(fileSystem: LogFileSystem, dir: string, file: string): { header: Buffer; fileBytes: number } {
+/** Reads the first header bytes of a segment; returns the file size too, and whether its creation was interrupted. */
+export function readSegmentHeaderSync(fileSystem: LogFileSystem, dir: string, file: string, firstLsn: Lsn): { header: Buffer; fileBytes: number; creationInterrupted: boolean } {
   const fd = fileSystem.openSync(join(dir, file), 'r');
   try {
     const fileBytes = fileSystem.fstatSync(fd).size;
     const header = Buffer.alloc(Math.min(segmentHeaderBytes, fileBytes));
     if (header.length > 0) fileSystem.readSync(fd, header, 0, header.length, 0);
-    return { header, fileBytes };
+    return { header, fileBytes, creationInterrupted: isInterruptedCreation(fileSystem, fd, header, fileBytes, firstLsn) };
   } finally {
     fileSystem.closeSync(fd);
   }
+}
+
+/**
+ * A segment whose creation a crash interrupted, before its header was durable:
+ * the header is short, or torn — every byte either the one expected or zero (a
+ * write cut at a sector boundary, or a file size that reached the disk before
+ * its data) — and only zeros follow it. No record can be in such a segment:
+ * records go in only after the header and the directory entry are synced.
+ * Anything else wrong with a header is damage (SegmentHeaderError).
+ */
+function isInterruptedCreation(fileSystem: LogFileSystem, fd: number, header: Buffer, fileBytes: number, firstLsn: Lsn): boolean {
+  if (fileBytes < segmentHeaderBytes) return true;
+  const expected = encodeSegmentHeader(firstLsn);
+  if (header.equals(expected)) return false;
+  for (let i = 0; i < segmentHeaderBytes; i++) if (header[i] !== 0 && header[i] !== expected[i]) return false;
+  return nonZeroEnd(fileSystem, fd, segmentHeaderBytes, fileBytes) === segmentHeaderBytes;
 }
 
 export interface DirectoryListing {

@@ -21,7 +21,7 @@ let zeroChunk: Buffer | undefined;
  */
 export function nonZeroEnd(fileSystem: LogFileSystem, fd: number, from: number, end: number): number {
   zeroChunk ??= Buffer.alloc(chunkBytes);
-  const chunk = Buffer.allocUnsafe(chunkBytes);
+  const chunk = Buffer.allocUnsafe(Math.max(0, Math.min(chunkBytes, end - from)));
   let found = from;
   for (let position = from; position < end; ) {
     const bytes = fileSystem.readSync(fd, chunk, 0, Math.min(chunk.length, end - position), position);
