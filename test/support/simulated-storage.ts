@@ -25,6 +25,8 @@
  *   entries   'in-order': a random prefix of each directory's unsynced
  *             changes; 'any-subset': each change independently (a rename or
  *             removal whose source is not there is skipped).
+ *   'all-lost' (either): nothing unsynced survives — the harshest outcome,
+ *             for tests that need one particular loss.)
  * Faults: the n-th fdatasync/fsync or write can fail (EIO, ENOSPC) instead.
  *
  * Everything is decided by the seeds, and nothing here reads a clock, so one
@@ -36,8 +38,8 @@ import type { FileSize, LogFileSystem, OpenFlags, SyncCallback, WriteCallback } 
 import { seededRandom } from './kit.js';
 
 export interface PowerLossModel {
-  readonly writes: 'in-order' | 'reordered';
-  readonly entries: 'in-order' | 'any-subset';
+  readonly writes: 'in-order' | 'reordered' | 'all-lost';
+  readonly entries: 'in-order' | 'any-subset' | 'all-lost';
 }
 
 export interface InjectedFault {
@@ -140,7 +142,7 @@ export class SimulatedStorage implements LogFileSystem {
   private root: SimDirectory;
   private poweredOff = false;
   private crashAfterCalls: number | undefined;
-  private readonly model: PowerLossModel;
+  private model: PowerLossModel;
   private readonly completionOrder: () => number;
   private readonly crashChoices: () => number;
   private readonly faults: readonly InjectedFault[];
@@ -165,9 +167,9 @@ export class SimulatedStorage implements LogFileSystem {
     return this.poweredOff;
   }
 
-  /** Cuts the power from the next call on. */
-  crashNow(): void {
-    this.crashAfterCalls = this.calls;
+  /** Cuts the power when `calls` more calls have been made (0: from the next call on). */
+  crashAfter(calls: number): void {
+    this.crashAfterCalls = this.calls + calls;
   }
 
   /**
@@ -177,6 +179,7 @@ export class SimulatedStorage implements LogFileSystem {
    */
   powerLoss(options: SimulatedStorageOptions): SimulatedStorage {
     this.powerOff();
+    this.model = options.model ?? this.model;
     const copies = new Map<SimNode, SimNode>();
     const root = this.survivingDirectory(this.root, copies);
     return new SimulatedStorage({ model: this.model, ...options }, root);
@@ -544,9 +547,9 @@ export class SimulatedStorage implements LogFileSystem {
     copies.set(directory, copy);
     const entries = new Map(directory.durable);
     const changes = directory.pending;
-    const prefix = Math.floor(this.crashChoices() * (changes.length + 1));
+    const prefix = this.model.entries === 'all-lost' ? 0 : Math.floor(this.crashChoices() * (changes.length + 1));
     changes.forEach((change, index) => {
-      const applied = this.model.entries === 'in-order' ? index < prefix : this.crashChoices() < 0.5;
+      const applied = this.model.entries === 'any-subset' ? this.crashChoices() < 0.5 : index < prefix;
       if (applied) applyEntryChange(entries, change);
     });
     for (const [name, node] of entries) copy.live.set(name, node.kind === 'file' ? this.survivingFile(node, copies) : this.survivingDirectory(node, copies));
@@ -561,7 +564,7 @@ export class SimulatedStorage implements LogFileSystem {
     const changes = file.pending;
     const cut = Math.floor(this.crashChoices() * (changes.length + 1));
     changes.forEach((change, index) => {
-      const fate = this.model.writes === 'in-order' ? (index < cut ? 'lands' : index === cut ? this.tornOrLost() : 'lost') : this.anyFate();
+      const fate = this.fateOf(index, cut);
       if (fate === 'lands') contents = applyChange(contents, change);
       else if (fate === 'torn' && change.kind === 'write') contents = applyChange(contents, this.tear(change));
     });
@@ -570,13 +573,19 @@ export class SimulatedStorage implements LogFileSystem {
     return copy;
   }
 
-  private tornOrLost(): 'torn' | 'lost' {
-    return this.crashChoices() < 0.5 ? 'torn' : 'lost';
-  }
-
-  private anyFate(): 'lands' | 'torn' | 'lost' {
-    const r = this.crashChoices();
-    return r < 0.45 ? 'lands' : r < 0.7 ? 'torn' : 'lost';
+  /** What becomes of the unsynced change at `index` of a file's changes, `cut` being where in-order write-back stopped. */
+  private fateOf(index: number, cut: number): 'lands' | 'torn' | 'lost' {
+    switch (this.model.writes) {
+      case 'all-lost':
+        return 'lost';
+      case 'in-order':
+        if (index !== cut) return index < cut ? 'lands' : 'lost';
+        return this.crashChoices() < 0.5 ? 'torn' : 'lost';
+      case 'reordered': {
+        const r = this.crashChoices();
+        return r < 0.45 ? 'lands' : r < 0.7 ? 'torn' : 'lost';
+      }
+    }
   }
 
   /** A write cut short: at a random byte or sector boundary, or with its range reading back as zeros. */
