@@ -98,6 +98,14 @@ export function toLogFailedError(cause: unknown, during: string): LogFailedError
   return new LogFailedError(`${during} failed, the log refuses further appends until restarted: ${errorText(cause)}`, cause);
 }
 
+/**
+ * The process (EMFILE) or the system (ENFILE) is out of file descriptors. An
+ * open that fails so has created nothing: a refusal for now, not damage.
+ */
+export function isDescriptorShortage(error: unknown): boolean {
+  return isErrnoCode(error, 'EMFILE') || isErrnoCode(error, 'ENFILE');
+}
+
 export function isErrnoCode(error: unknown, code: string): boolean {
   return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === code;
 }

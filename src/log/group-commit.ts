@@ -24,11 +24,16 @@
  * writer in the background (zero-fill.ts), so each fdatasync is a data flush.
  *
  * A failed write or sync is fatal (see errors.ts: LogFailedError): every
- * outstanding promise rejects and every later append is refused.
+ * outstanding promise rejects, every later append is refused, and `onFailed`
+ * is told once (the server stops: fail-stop). One exception: a roll that could
+ * not open the next segment for want of file descriptors (EMFILE, ENFILE) has
+ * created nothing; appends go on in the current segment, past its size limit,
+ * and the roll is retried after rollRetryDelayMs. Running out of descriptors
+ * must refuse new connections, not appends.
  */
 import { assert } from '../assert.js';
 import type { Logger } from '../logger.js';
-import { LogClosedError, toLogFailedError, type LogFailedError } from './errors.js';
+import { isDescriptorShortage, LogClosedError, toLogFailedError, type LogFailedError } from './errors.js';
 import { nodeFileSystem, writeFully, writeFullySync, type LogFileSystem } from './file-system.js';
 import { assertFramesIntact, checkAppendRecord, encodeBody, frameHeaderBytes, writeFrameIn, type AppendRecord, type Lsn } from './record.js';
 import type { SegmentState } from './segment.js';
@@ -55,6 +60,8 @@ export interface GroupCommitOptions {
   readonly onSync: ((seconds: number, records: number) => void) | undefined;
   /** Keep the active segment zero-filled ahead of the writer (zero-fill.ts); undefined: don't. */
   readonly zeroFill: ZeroFillSizes | undefined;
+  /** Told once, when the log fails for good. */
+  readonly onFailed: ((error: LogFailedError) => void) | undefined;
 }
 
 interface Waiter {
@@ -82,6 +89,8 @@ const waiterCompactionThreshold = 1024;
 // fdatasync waits for the next one somebody needs, or this long. In a publish → deliver → ack
 // loop that halves the fdatasyncs: the ack rides on the next publish's.
 export const lazySyncDelayMs = 10;
+// A roll refused for want of file descriptors is tried again after this long (appends go on meanwhile).
+export const rollRetryDelayMs = 1_000;
 
 export class GroupCommit {
   private nextLsnValue: Lsn;
@@ -98,6 +107,8 @@ export class GroupCommit {
   /** The newest LSN somebody waits on (not lazy): a sync starts only while it is not durable. */
   private urgentLsn: Lsn;
   private lazySyncTimer: NodeJS.Timeout | undefined;
+  /** Set while a roll refused for want of descriptors waits to be retried. */
+  private rollRetryTimer: NodeJS.Timeout | undefined;
   private pumpScheduled = false;
   private idleCallbacks: (() => void)[] = [];
   private active: ActiveSegment;
@@ -185,6 +196,7 @@ export class GroupCommit {
   /** Refuses new appends, waits for the ones in flight, then for the disk calls to finish. */
   async close(): Promise<void> {
     this.closed = true;
+    clearTimeout(this.rollRetryTimer);
     if (this.failure === undefined) await this.waitDurable(this.nextLsnValue - 1).catch(() => undefined);
     if (!this.idle()) await new Promise<void>((resolve) => this.idleCallbacks.push(resolve));
   }
@@ -294,6 +306,7 @@ export class GroupCommit {
   }
 
   private needsRoll(): boolean {
+    if (this.rollRetryTimer !== undefined) return false;
     const state = this.active.state;
     return state.bytes >= this.options.segmentBytesMax && state.lastLsn >= state.firstLsn;
   }
@@ -314,9 +327,23 @@ export class GroupCommit {
       },
       (error: unknown) => {
         this.writing = false;
-        this.fail(error, 'segment roll');
+        if (!isDescriptorShortage(error)) return this.fail(error, 'segment roll');
+        this.postponeRoll(error);
       },
     );
+  }
+
+  /** The next segment could not be opened (EMFILE, ENFILE) and nothing was created: keep appending here, retry later. */
+  private postponeRoll(error: unknown): void {
+    this.options.logger.warn({ err: error, segment: this.active.state.file, bytes: this.active.state.bytes, retryMs: rollRetryDelayMs }, 'out of file descriptors: could not open the next segment; appends go on in the current one and the roll is retried');
+    this.rollRetryTimer = setTimeout(() => {
+      this.rollRetryTimer = undefined;
+      this.pump();
+    }, rollRetryDelayMs);
+    // Nothing to do at the retry unless records arrive, and those keep the process alive themselves.
+    this.rollRetryTimer.unref();
+    this.pump();
+    this.notifyIfIdle();
   }
 
   private resolveDurable(): void {
@@ -351,6 +378,7 @@ export class GroupCommit {
       this.waiterHead = 0;
       this.pending.reset();
       for (const waiter of outstanding) waiter.reject(failure);
+      this.options.onFailed?.(failure);
     }
     this.notifyIfIdle();
   }

@@ -44,6 +44,8 @@ export interface LogOptions {
   onSync?: (seconds: number, records: number) => void;
   /** Keep the active segment zero-filled ahead of the writer (zero-fill.ts). Default: on, unless a fileSystem is injected. */
   preallocate?: boolean;
+  /** Told once, when a write or fdatasync failed and the log refuses appends for good (see errors.ts: LogFailedError). */
+  onFailed?: (error: LogFailedError) => void;
 }
 
 export const segmentBytesMaxDefault = 64 * 1024 * 1024;
@@ -63,6 +65,7 @@ interface Settings {
   readonly pipeline: boolean;
   readonly onSync: ((seconds: number, records: number) => void) | undefined;
   readonly zeroFill: ZeroFillSizes | undefined;
+  readonly onFailed: ((error: LogFailedError) => void) | undefined;
 }
 
 export class SegmentedLog {
@@ -88,6 +91,7 @@ export class SegmentedLog {
       logger: settings.logger,
       onSync: settings.onSync,
       zeroFill: settings.zeroFill,
+      onFailed: settings.onFailed,
     });
   }
 
@@ -292,6 +296,7 @@ function resolveSettings(options: LogOptions): Settings {
     pipeline: options.pipeline ?? true,
     onSync: options.onSync,
     zeroFill: preallocate ? zeroFillSizes(segmentBytesMax) : undefined,
+    onFailed: options.onFailed,
   };
 }
 

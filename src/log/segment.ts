@@ -20,8 +20,9 @@
  */
 import { join } from 'node:path';
 import { checksum64 } from './checksum.js';
+import { isLockFileName } from './directory-lock.js';
 import { SegmentHeaderError } from './errors.js';
-import { fsyncDirectory, writeAllAsync, type LogFileSystem } from './file-system.js';
+import { writeAllAsync, type LogFileSystem } from './file-system.js';
 import type { Lsn } from './record.js';
 import { nonZeroEnd } from './zero-tail.js';
 
@@ -155,7 +156,7 @@ export function listDataDirectory(fileSystem: LogFileSystem, dir: string): Direc
     if (segmentLsn !== undefined) listing.segments.push({ file: name, firstLsn: segmentLsn });
     else if (snapshot !== null) listing.snapshots.push({ file: name, lsn: Number(snapshot[1]) });
     else if (snapshotTemporaryPattern.test(name)) listing.snapshotTemporaries.push(name);
-    else if (!ignoredEntries.has(name)) listing.foreign.push(name);
+    else if (!ignoredEntries.has(name) && !isLockFileName(name)) listing.foreign.push(name);
   }
   listing.segments.sort((a, b) => a.firstLsn - b.firstLsn);
   listing.snapshots.sort((a, b) => a.lsn - b.lsn);
@@ -166,19 +167,28 @@ export function listDataDirectory(fileSystem: LogFileSystem, dir: string): Direc
  * Creates a segment (or rewrites the header of one whose creation was torn),
  * makes the header and the directory entry durable, and returns a read-write
  * descriptor positioned by the caller (writes are positional).
+ *
+ * Both descriptors it needs (the directory's, for its fsync, and the file's)
+ * are opened before anything else: a process out of descriptors (EMFILE,
+ * ENFILE) fails here having created nothing, so a roll can simply be retried.
  */
 export async function createSegment(fileSystem: LogFileSystem, dir: string, firstLsn: Lsn, options: { replaceTorn?: boolean; zeros?: Buffer } = {}): Promise<number> {
-  const fd = await fileSystem.openAsync(join(dir, segmentFileName(firstLsn)), options.replaceTorn === true ? 'w+' : 'wx+');
+  const directoryFd = await fileSystem.openAsync(dir, 'r');
   try {
-    const header = encodeSegmentHeader(firstLsn);
-    // Zero-filled space after the header (zero-fill.ts) rides on the same fsync.
-    await writeAllAsync(fileSystem, fd, options.zeros === undefined ? [header] : [header, options.zeros], 0, 'segment header');
-    await fileSystem.fsyncAsync(fd);
-    await fsyncDirectory(fileSystem, dir);
-    return fd;
-  } catch (error) {
-    await fileSystem.closeAsync(fd);
-    throw error;
+    const fd = await fileSystem.openAsync(join(dir, segmentFileName(firstLsn)), options.replaceTorn === true ? 'w+' : 'wx+');
+    try {
+      const header = encodeSegmentHeader(firstLsn);
+      // Zero-filled space after the header (zero-fill.ts) rides on the same fsync.
+      await writeAllAsync(fileSystem, fd, options.zeros === undefined ? [header] : [header, options.zeros], 0, 'segment header');
+      await fileSystem.fsyncAsync(fd);
+      await fileSystem.fsyncAsync(directoryFd);
+      return fd;
+    } catch (error) {
+      await fileSystem.closeAsync(fd);
+      throw error;
+    }
+  } finally {
+    await fileSystem.closeAsync(directoryFd);
   }
 }
 
