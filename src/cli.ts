@@ -3,13 +3,25 @@
  * The `cairn` command: serve | inspect | recover | passwd.
  * Every failure a user can cause ends with a one-line message and a non-zero
  * exit code, never a stack trace; only a bug (an assertion) prints one.
+ *
+ * Exit codes (documented in the README, "Running in production"):
+ *   0   stopped by SIGINT/SIGTERM, or the command succeeded
+ *   1   refused: bad configuration, a data directory in use or damaged, …
+ *   2   usage: an unknown command
+ *   70  internal error (a bug: a broken invariant)
+ *   74  the log failed while serving (fdatasync/write error, disk full):
+ *       nothing more could be acknowledged; a restart replays the log
  */
 import { ConfigError, parseServeArgs, serveHelp } from './config.js';
 import { createLogger } from './logger.js';
 import { startCairn } from './server.js';
 import { runInspect, runRecover } from './inspect/index.js';
 import { setUserPassword } from './auth/users.js';
+import { testHooksFrom } from './test-hooks.js';
 import { version } from './version.js';
+
+// sysexits.h EX_IOERR: the broker stopped itself because its log failed (fail-stop).
+const exitCodeLogFailed = 74;
 
 const usage = `cairn ${version} — a message broker whose only source of truth is one append-only log
 
@@ -41,16 +53,17 @@ async function serve(args: readonly string[]): Promise<number> {
   }
   const config = parseServeArgs(args, process.env);
   const logger = createLogger();
-  const running = await startCairn(config, logger);
-  await new Promise<void>((resolve) => {
-    const stop = (signal: string): void => {
-      logger.info({ signal }, 'shutting down');
-      running.close().then(resolve, (error: unknown) => { logger.error({ err: error }, 'shutdown failed'); resolve(); });
-    };
-    process.once('SIGINT', () => stop('SIGINT'));
-    process.once('SIGTERM', () => stop('SIGTERM'));
-  });
-  return 0;
+  const hooks = testHooksFrom(process.env);
+  if (hooks.description !== undefined) logger.warn({ hook: hooks.description }, 'test hook active: this broker injects faults');
+  const running = await startCairn(config, logger, hooks.internals);
+  const stop = (signal: string): void => {
+    logger.info({ signal }, 'shutting down');
+    running.close().catch((error: unknown) => logger.error({ err: error }, 'shutdown failed'));
+  };
+  process.once('SIGINT', () => stop('SIGINT'));
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  // The fatal line is logged and the listeners closed by then; exit even if some timer would keep the process up.
+  return running.stopped.then(() => 0, () => process.exit(exitCodeLogFailed));
 }
 
 async function passwd(args: readonly string[]): Promise<number> {

@@ -1,15 +1,24 @@
 /**
- * The composition root: open the log, replay it into the broker, start the
- * MQTT, AMQP and HTTP listeners, and report what was recovered — one log
- * line each, as an operator reads them after a crash. Also the library entry
- * point for embedding Cairn in a Node program (see src/index.ts).
+ * The composition root: lock the data directory, open the log, replay it into
+ * the broker, start the MQTT, AMQP and HTTP listeners, and report what was
+ * recovered — one log line each, as an operator reads them after a crash.
+ * Also the library entry point for embedding Cairn in a Node program (see
+ * src/index.ts).
+ *
+ * Fail-stop: when the log fails (a write or fdatasync error, after which
+ * nothing can be acknowledged again; see log/errors.ts), the broker does not
+ * linger accepting connections it cannot serve: one fatal line, the listeners
+ * close, and `stopped` rejects; `cairn serve` then exits with its own code
+ * so the supervisor restarts it into recovery.
  */
+import * as fs from 'node:fs';
 import { loadUsersFile, anonymousUsers, type Users } from './auth/users.js';
 import type { ServeConfig } from './config.js';
 import { Broker } from './core/broker.js';
 import type { ListenerAddress } from './http/management/resources.js';
 import { startHttpServer } from './http/server.js';
-import { SegmentedLog } from './log/index.js';
+import { lockDataDirectory } from './log/directory-lock.js';
+import { SegmentedLog, type LogFailedError, type LogFileSystem } from './log/index.js';
 import type { Logger } from './logger.js';
 import { Metrics } from './metrics.js';
 import { startAmqpServer } from './protocols/amqp/server.js';
@@ -23,39 +32,62 @@ export interface RunningCairn {
   readonly mqttPort: number | undefined;
   readonly amqpPort: number | undefined;
   readonly httpPort: number | undefined;
-  /** Stop the listeners, wait for in-flight appends, close the log. */
+  /** Stop the listeners, wait for in-flight appends, close the log, release the data directory. */
   close(): Promise<void>;
+  /**
+   * Settles when the broker has stopped. Resolves after close(). Rejects with
+   * the LogFailedError when the log failed (a write or fdatasync error): by
+   * then the listeners are closed and the log and the data directory released
+   * (fail-stop; a restart replays the log). Left unhandled, the rejection ends
+   * the process, which is what `cairn serve` does on purpose.
+   */
+  readonly stopped: Promise<void>;
 }
 
-export async function startCairn(config: ServeConfig, logger: Logger): Promise<RunningCairn> {
+/** For tests only (fault injection), not part of the embedding API. */
+export interface StartInternals {
+  readonly logFileSystem?: LogFileSystem;
+}
+
+// A failed log stops the broker: at most this long for the listeners and the log to close before `stopped` rejects anyway.
+const failStopCloseMs = 5_000;
+
+export async function startCairn(config: ServeConfig, logger: Logger, internals: StartInternals = {}): Promise<RunningCairn> {
   const users: Users = config.usersFile ? await loadUsersFile(config.usersFile) : anonymousUsers;
   const metrics = new Metrics();
-  const log = await SegmentedLog.open({
-    dir: config.dataDir,
-    onSync: (seconds, records) => metrics.fsync(seconds, records),
-    segmentBytesMax: config.segmentBytesMax,
-    logger: logger.child({ component: 'log' }),
-    ...(config.archiveDir !== undefined ? { archiveDir: config.archiveDir } : {}),
-    ...(config.retentionBytes !== undefined ? { retentionBytes: config.retentionBytes } : {}),
-    ...(config.retentionMs !== undefined ? { retentionMs: config.retentionMs } : {}),
-  });
-  const broker = Broker.open({
-    log,
-    logger: logger.child({ component: 'core' }),
-    observer: metrics,
-    ingestRoutes: config.ingestRoutes,
-    limits: { snapshotEveryRecords: config.snapshotEveryRecords, sessionQueueMessagesMax: config.sessionQueueMessagesMax, queueReadyMessagesMax: config.queueReadyMessagesMax },
-  });
-  reportRecovery(broker, config, logger);
-  const closers: Array<() => Promise<void>> = [];
+  await fs.promises.mkdir(config.dataDir, { recursive: true });
+  // Before the log is opened: a second broker on this directory must not even run recovery on it.
+  const lock = lockDataDirectory(config.dataDir, 'cairn serve', logger);
+  const stop = new Stopper(lock.release, logger);
   try {
+    const log = await SegmentedLog.open({
+      dir: config.dataDir,
+      onSync: (seconds, records) => metrics.fsync(seconds, records),
+      onFailed: (error) => stop.failStop(error),
+      segmentBytesMax: config.segmentBytesMax,
+      logger: logger.child({ component: 'log' }),
+      ...(config.archiveDir !== undefined ? { archiveDir: config.archiveDir } : {}),
+      ...(config.retentionBytes !== undefined ? { retentionBytes: config.retentionBytes } : {}),
+      ...(config.retentionMs !== undefined ? { retentionMs: config.retentionMs } : {}),
+      ...(internals.logFileSystem !== undefined ? { fileSystem: internals.logFileSystem } : {}),
+    });
+    stop.closeLast(() => log.close());
+    const broker = Broker.open({
+      log,
+      logger: logger.child({ component: 'core' }),
+      observer: metrics,
+      ingestRoutes: config.ingestRoutes,
+      limits: { snapshotEveryRecords: config.snapshotEveryRecords, sessionQueueMessagesMax: config.sessionQueueMessagesMax, queueReadyMessagesMax: config.queueReadyMessagesMax },
+    });
+    stop.beforeLog(() => broker.flush());
+    reportRecovery(broker, config, logger);
     const mqtt = config.mqttPort === undefined ? undefined : await startMqttServer({
       core: broker.mqtt, host: config.bind, port: config.mqttPort, logger, users, connectionEvents: metrics,
       ...(config.mqttPacketBytesMax !== undefined ? { limits: { packetBytesMax: config.mqttPacketBytesMax } } : {}),
     });
-    if (mqtt) closers.push(() => mqtt.close());
+    if (mqtt) stop.listener(() => mqtt.close());
     const amqp = config.amqpPort === undefined ? undefined : await startAmqpServer({ core: broker.amqp, host: config.bind, port: config.amqpPort, logger, users, connectionEvents: metrics });
-    if (amqp) closers.push(() => amqp.close());
+    if (amqp) stop.listener(() => amqp.close());
     const connections = (): Record<string, number> => ({ mqtt: mqtt?.connections() ?? 0, amqp: amqp?.connections() ?? 0 });
     const clients = (): ManagedConnection[] => [...(mqtt?.list() ?? []), ...(amqp?.list() ?? [])];
     const listeners: ListenerAddress[] = [
@@ -63,20 +95,81 @@ export async function startCairn(config: ServeConfig, logger: Logger): Promise<R
       ...(amqp ? [{ protocol: 'amqp' as const, ipAddress: config.bind, port: amqp.port }] : []),
     ];
     const http = config.httpPort === undefined ? undefined : await startHttpServer({ broker, host: config.bind, port: config.httpPort, logger, users, version, connections, metrics, clients, listeners });
-    if (http) closers.push(() => http.close());
+    if (http) stop.listener(() => http.close());
+    // The log may have failed while the listeners were starting: they are closed now, and start-up fails.
+    if (log.failed !== undefined) throw log.failed;
     logger.info({ data: config.dataDir, mqtt: mqtt?.port ?? 'off', amqp: amqp?.port ?? 'off', http: http?.port ?? 'off' }, `Cairn ${version} ready`);
-    return {
-      broker, log, mqttPort: mqtt?.port, amqpPort: amqp?.port, httpPort: http?.port,
-      close: async () => {
-        for (const close of closers.reverse()) await close();
-        await broker.flush();
-        await log.close();
-      },
-    };
+    return { broker, log, mqttPort: mqtt?.port, amqpPort: amqp?.port, httpPort: http?.port, close: () => stop.close(), stopped: stop.stopped };
   } catch (error) {
-    for (const close of closers.reverse()) await close().catch(() => undefined);
-    await log.close().catch(() => undefined);
+    // Start-up failed: the caller gets this error, not a `stopped` it never saw.
+    stop.stopped.catch(() => undefined);
+    await stop.close().catch(() => undefined);
     throw error;
+  }
+}
+
+/**
+ * How a running Cairn stops, in order: listeners (newest first), then
+ * waiting for what was committed, then the log, then the data directory lock.
+ * Either by close() or, when the log fails, by failStop(): one fatal line,
+ * the same closing without the wait, and `stopped` rejects.
+ */
+class Stopper {
+  readonly stopped: Promise<void>;
+  private readonly listeners: Array<() => Promise<void>> = [];
+  private readonly drains: Array<() => Promise<void>> = [];
+  private readonly finals: Array<() => Promise<void>> = [];
+  private closing: Promise<void> | undefined;
+  private settle!: { resolve: () => void; reject: (error: unknown) => void };
+
+  constructor(
+    private readonly releaseLock: () => void,
+    private readonly logger: Logger,
+  ) {
+    this.stopped = new Promise<void>((resolve, reject) => {
+      this.settle = { resolve, reject };
+    });
+  }
+
+  listener(close: () => Promise<void>): void {
+    this.listeners.push(close);
+  }
+
+  beforeLog(drain: () => Promise<void>): void {
+    this.drains.push(drain);
+  }
+
+  closeLast(close: () => Promise<void>): void {
+    this.finals.push(close);
+  }
+
+  close(): Promise<void> {
+    this.closing ??= this.closeAll(true).then(this.settle.resolve, (error: unknown) => {
+      this.settle.resolve();
+      throw error;
+    });
+    return this.closing;
+  }
+
+  failStop(error: LogFailedError): void {
+    this.logger.fatal({ err: error, code: error.code }, `the log failed: ${error.message}; stopping (listeners closed, nothing more is acknowledged): restart to replay the log`);
+    const timer = setTimeout(() => this.settle.reject(error), failStopCloseMs);
+    timer.unref();
+    this.closing ??= this.closeAll(false);
+    this.closing.catch(() => undefined).finally(() => {
+      clearTimeout(timer);
+      this.settle.reject(error);
+    });
+  }
+
+  private async closeAll(drain: boolean): Promise<void> {
+    try {
+      for (const close of this.listeners.reverse()) await close();
+      if (drain) for (const wait of this.drains) await wait();
+      for (const close of this.finals) await close();
+    } finally {
+      this.releaseLock();
+    }
   }
 }
 

@@ -14,6 +14,7 @@
 import * as fs from 'node:fs';
 import { resolve } from 'node:path';
 import { nodeFileSystem } from '../log/file-system.js';
+import { checkNotLocked, isLockFileName, lockDataDirectory } from '../log/directory-lock.js';
 import { SegmentedLog, type AppendRecord } from '../log/index.js';
 import { createSegment } from '../log/segment.js';
 import { writeSnapshotFile } from '../log/snapshot.js';
@@ -41,11 +42,18 @@ export async function runRecoverCommand(args: readonly string[], io: InspectIo):
   checkTargetDirectory(toDir);
 
   await fs.promises.mkdir(toDir, { recursive: true });
-  if (base.data !== undefined) {
-    await writeSnapshotFile(nodeFileSystem, toDir, base.snapshotLsn, base.data);
-    fs.closeSync(await createSegment(nodeFileSystem, toDir, base.snapshotLsn + 1));
+  // Held while NEWDIR is written: a broker started on it meanwhile would append to a half-made log.
+  const lock = lockDataDirectory(toDir, 'cairn recover');
+  let copied: Awaited<ReturnType<typeof copyRecords>>;
+  try {
+    if (base.data !== undefined) {
+      await writeSnapshotFile(nodeFileSystem, toDir, base.snapshotLsn, base.data);
+      fs.closeSync(await createSegment(nodeFileSystem, toDir, base.snapshotLsn + 1));
+    }
+    copied = await copyRecords(source.reader, toDir, base.snapshotLsn, target, io);
+  } finally {
+    lock.release();
   }
-  const copied = await copyRecords(source.reader, toDir, base.snapshotLsn, target, io);
   const from = base.snapshotLsn > 0 ? `snapshot at LSN ${base.snapshotLsn} + records ${base.snapshotLsn + 1}..${target}` : `records 1..${target}`;
   await writeLines(io.stdout, [`recovered ${toDir}: state right after LSN ${target}${copied.lastTimestamp === undefined ? '' : ` (${isoTime(copied.lastTimestamp)})`} from ${from} (${copied.records} record(s) copied); ${fromDir} was not modified`]);
   return 0;
@@ -54,7 +62,9 @@ export async function runRecoverCommand(args: readonly string[], io: InspectIo):
 function checkTargetDirectory(dir: string): void {
   if (!fs.existsSync(dir)) return;
   if (!fs.statSync(dir).isDirectory()) throw new UsageError(`--to ${dir} exists and is not a directory`);
-  if (fs.readdirSync(dir).length > 0) throw new UsageError(`--to ${dir} exists and is not empty: give a new or empty directory`);
+  checkNotLocked(dir);
+  // A lock file alone is no content: lockDataDirectory refuses it if its holder runs, takes it over if not.
+  if (fs.readdirSync(dir).some((name) => !isLockFileName(name))) throw new UsageError(`--to ${dir} exists and is not empty: give a new or empty directory`);
 }
 
 async function copyRecords(

@@ -110,11 +110,12 @@ export function lockDataDirectory(dir: string, command: string, logger?: Logger)
   }
 }
 
-/** Who holds `dir`'s lock right now, if a live process does (for messages and tests). */
-export function liveLockHolder(dir: string): LockHolder | undefined {
+/** Throws DataDirectoryLockedError when a process holds `dir`'s lock (or may: another host); takes nothing. */
+export function checkNotLocked(dir: string): void {
   const found = readLock(join(dir, lockFileName));
-  if (found?.holder === undefined) return undefined;
-  return judge(found.holder, currentProcess('')).live ? found.holder : undefined;
+  if (found?.holder === undefined) return;
+  const verdict = judge(found.holder, currentProcess(''));
+  if (verdict.live) throw new DataDirectoryLockedError(dir, found.holder, verdict.reason);
 }
 
 function heldLock(dir: string, lockPath: string, ino: number): DataDirectoryLock {
