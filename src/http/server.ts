@@ -14,6 +14,10 @@
  * Reads are synchronous views of the broker's projections and runtime, so
  * every answer is a consistent view of one moment. Changes (PUT, POST,
  * DELETE) are ordinary broker commands, recorded in the log like a client's.
+ *
+ * Limits (limits.ts): a connection cap, headers, request and idle timeouts
+ * and the headers' size, so that no client holds descriptors or connections
+ * the broker needs (bodies: management/request-body.ts).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -23,6 +27,7 @@ import type { Logger } from '../logger.js';
 import { Metrics } from '../metrics.js';
 import type { ManagedConnection } from '../protocols/connection-description.js';
 import { HttpError } from './http-error.js';
+import { resolveHttpLimits, timeoutCheckIntervalMs, type HttpLimits } from './limits.js';
 import { logPositionOf } from './log-position.js';
 import { checkParameters } from './management/listing.js';
 import { parseJsonObject, readBody } from './management/request-body.js';
@@ -54,6 +59,8 @@ export interface HttpServerOptions {
   readonly listeners?: readonly ListenerAddress[];
   /** Wall clock (ms) for uptime and rates. Default Date.now. */
   readonly clock?: () => number;
+  /** Overrides of defaultHttpLimits, checked at start. */
+  readonly limits?: Partial<HttpLimits>;
 }
 
 export interface HttpServerHandle {
@@ -66,6 +73,7 @@ const methods: readonly Method[] = ['GET', 'PUT', 'POST', 'DELETE'];
 
 export async function startHttpServer(options: HttpServerOptions): Promise<HttpServerHandle> {
   const { broker, logger } = options;
+  const limits = resolveHttpLimits(options.limits);
   const clock = options.clock ?? Date.now;
   const metrics = options.metrics ?? new Metrics();
   const clients = options.clients ?? ((): Iterable<ManagedConnection> => []);
@@ -109,7 +117,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     { pattern: /^\/metrics\/per-object$/, methods: { GET: async ({ url }) => (checkParameters(url, []), { contentType: metrics.contentType, body: await metrics.perObjectText() }) } },
   ];
 
-  const server = createServer((request, response) => {
+  const server = createLimitedServer(limits, logger, (request, response) => {
     handle(request, response).catch((error: unknown) => answerError(response, error, logger));
   });
 
@@ -140,8 +148,24 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   server.on('error', (error) => logger.error({ err: error }, 'HTTP listener error'));
   const port = (server.address() as AddressInfo).port;
   listeners.push({ protocol: 'http', ipAddress: options.host, port });
-  logger.info({ host: options.host, port }, 'HTTP listening');
+  logger.info({ host: options.host, port, connectionsMax: limits.connectionsMax }, 'HTTP listening');
   return { port, close: () => closeServer(server, timer) };
+}
+
+/** node:http with every limit of `limits` set; a connection past the cap is closed at once. */
+function createLimitedServer(limits: HttpLimits, logger: Logger, listener: (request: IncomingMessage, response: ServerResponse) => void): Server {
+  const server = createServer({
+    maxHeaderSize: limits.headerBytesMax,
+    requestTimeout: limits.requestTimeoutMs,
+    headersTimeout: limits.headersTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    connectionsCheckingInterval: timeoutCheckIntervalMs(limits),
+  }, listener);
+  server.maxConnections = limits.connectionsMax;
+  // No 'timeout' listener: node destroys a socket idle this long.
+  server.timeout = limits.idleTimeoutMs;
+  server.on('drop', () => logger.warn({ connectionsMax: limits.connectionsMax }, 'HTTP connection refused: connectionsMax reached'));
+  return server;
 }
 
 function findRoute(routes: readonly Route[], pathname: string): { route: Route; parameters: string[] } {

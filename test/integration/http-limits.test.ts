@@ -1,0 +1,108 @@
+/**
+ * The HTTP listener's limits (src/http/limits.ts), over real sockets, with
+ * small timeouts. Issue 11, defect 4: ~19,900 idle HTTP connections exhausted
+ * the file descriptors, and 200 slowloris connections (a byte a second) were
+ * never closed. Now an idle connection and a slowloris one are closed after
+ * their timeouts, a connection past the cap is refused at once, and
+ * meanwhile the broker keeps acknowledging MQTT publishes on a real log.
+ */
+import { connect as connectTcp, type Socket } from 'node:net';
+import mqtt from 'mqtt';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Broker } from '../../src/core/broker.js';
+import type { HttpLimits } from '../../src/http/limits.js';
+import { startHttpServer, type HttpServerHandle } from '../../src/http/server.js';
+import { SegmentedLog } from '../../src/log/index.js';
+import { silentLogger } from '../../src/logger.js';
+import { startMqttServer, type MqttServer } from '../../src/protocols/mqtt/server.js';
+import { tempDirectory, until } from '../support/kit.js';
+
+const limits: Partial<HttpLimits> = { connectionsMax: 4, headersTimeoutMs: 600, requestTimeoutMs: 1_200, idleTimeoutMs: 300, keepAliveTimeoutMs: 200 };
+
+let directory: { path: string; remove(): void };
+let log: SegmentedLog;
+let broker: Broker;
+let mqttServer: MqttServer;
+let http: HttpServerHandle;
+const sockets: Socket[] = [];
+
+beforeAll(async () => {
+  directory = tempDirectory('cairn-http-limits-');
+  log = await SegmentedLog.open({ dir: directory.path });
+  broker = Broker.open({ log });
+  mqttServer = await startMqttServer({ core: broker.mqtt, host: '127.0.0.1', port: 0, logger: silentLogger() });
+  http = await startHttpServer({ broker, host: '127.0.0.1', port: 0, logger: silentLogger(), limits });
+});
+
+afterAll(async () => {
+  for (const socket of sockets) socket.destroy();
+  await http.close();
+  await mqttServer.close();
+  await broker.flush();
+  await log.close();
+  directory.remove();
+});
+
+/** A raw TCP connection to the HTTP port, with what it received and when it was closed. */
+async function open(): Promise<{ socket: Socket; received: () => string; closedAfterMs: () => number | undefined }> {
+  const socket = connectTcp(http.port, '127.0.0.1');
+  sockets.push(socket);
+  const chunks: Buffer[] = [];
+  let closedAt: number | undefined;
+  socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+  socket.on('error', () => undefined);
+  socket.on('close', () => (closedAt = Date.now()));
+  // A connection past the cap may be reset before the client sees it established.
+  await new Promise<void>((resolve) => {
+    socket.once('connect', () => resolve());
+    socket.once('close', () => resolve());
+  });
+  const openedAt = Date.now();
+  return { socket, received: () => Buffer.concat(chunks).toString('latin1'), closedAfterMs: () => (closedAt === undefined ? undefined : closedAt - openedAt) };
+}
+
+describe('HTTP listener limits', () => {
+  it('closes a connection that never sends a byte after idleTimeoutMs', async () => {
+    const idle = await open();
+    await until(() => idle.closedAfterMs() !== undefined, 'the idle connection closed', 5_000);
+    expect(idle.closedAfterMs()).toBeGreaterThanOrEqual(limits.idleTimeoutMs! - 50);
+  });
+
+  it('closes a slowloris connection (a header byte every 50 ms, never ending) after headersTimeoutMs with 408', async () => {
+    const slow = await open();
+    slow.socket.write('GET /api/overview HTTP/1.1\r\nHost: cairn\r\nX-Slow: ');
+    const trickle = setInterval(() => slow.socket.write('a'), 50);
+    try {
+      await until(() => slow.closedAfterMs() !== undefined, 'the slowloris connection closed', 5_000);
+    } finally {
+      clearInterval(trickle);
+    }
+    // Bytes kept coming, so the idle timeout never fired: the headers timeout did.
+    expect(slow.closedAfterMs()).toBeGreaterThanOrEqual(limits.headersTimeoutMs! - 50);
+    expect(slow.received()).toMatch(/^HTTP\/1\.1 408/);
+  });
+
+  it('refuses connections beyond connectionsMax at once, serves again when one goes, and MQTT publishes are acknowledged throughout', async () => {
+    const reader = await mqtt.connectAsync({ host: '127.0.0.1', port: mqttServer.port, clientId: 'reader', clean: false, reconnectPeriod: 0 });
+    await reader.subscribeAsync('audit/#', { qos: 1 });
+    const publisher = await mqtt.connectAsync({ host: '127.0.0.1', port: mqttServer.port, clientId: 'publisher', clean: true, reconnectPeriod: 0 });
+    try {
+      // The holders count against the cap until their idle timeout; the extra connection comes well before it.
+      const holders = await Promise.all(Array.from({ length: limits.connectionsMax! }, () => open()));
+      const extra = await open();
+      await until(() => extra.closedAfterMs() !== undefined, 'the connection past the cap closed', 2_000);
+      expect(extra.closedAfterMs()).toBeLessThan(limits.idleTimeoutMs!);
+      expect(extra.received()).toBe('');
+      const before = log.durableLsn;
+      for (let i = 0; i < 20; i++) await publisher.publishAsync('audit/event', `event-${i}`, { qos: 1 });
+      expect(log.durableLsn).toBeGreaterThan(before);
+      expect(log.failed).toBeUndefined();
+
+      for (const holder of holders) holder.socket.destroy();
+      await until(async () => (await fetch(`http://127.0.0.1:${http.port}/api/overview`).then((r) => r.status, () => 0)) === 200, 'the API answering again', 5_000);
+    } finally {
+      await reader.endAsync(true);
+      await publisher.endAsync(true);
+    }
+  });
+});
