@@ -15,14 +15,18 @@ import * as fs from 'node:fs';
 import { loadUsersFile, anonymousUsers, type Users } from './auth/users.js';
 import type { ServeConfig } from './config.js';
 import { Broker } from './core/broker.js';
+import { checkDescriptorBudget, currentOpenFilesLimit } from './descriptor-budget.js';
+import { defaultHttpLimits } from './http/limits.js';
 import type { ListenerAddress } from './http/management/resources.js';
 import { startHttpServer } from './http/server.js';
 import { lockDataDirectory } from './log/directory-lock.js';
 import { SegmentedLog, type LogFailedError, type LogFileSystem } from './log/index.js';
 import type { Logger } from './logger.js';
 import { Metrics } from './metrics.js';
+import { defaultAmqpLimits } from './protocols/amqp/limits.js';
 import { startAmqpServer } from './protocols/amqp/server.js';
 import type { ManagedConnection } from './protocols/connection-description.js';
+import { defaultMqttLimits } from './protocols/mqtt/limits.js';
 import { startMqttServer } from './protocols/mqtt/server.js';
 import { version } from './version.js';
 
@@ -96,6 +100,11 @@ export async function startCairn(config: ServeConfig, logger: Logger, internals:
     ];
     const http = config.httpPort === undefined ? undefined : await startHttpServer({ broker, host: config.bind, port: config.httpPort, logger, users, version, connections, metrics, clients, listeners });
     if (http) stop.listener(() => http.close());
+    checkDescriptorBudget({
+      ...(mqtt ? { mqtt: defaultMqttLimits.connectionsMax } : {}),
+      ...(amqp ? { amqp: defaultAmqpLimits.connectionsMax } : {}),
+      ...(http ? { http: defaultHttpLimits.connectionsMax } : {}),
+    }, logger, currentOpenFilesLimit());
     // The log may have failed while the listeners were starting: they are closed now, and start-up fails.
     if (log.failed !== undefined) throw log.failed;
     logger.info({ data: config.dataDir, mqtt: mqtt?.port ?? 'off', amqp: amqp?.port ?? 'off', http: http?.port ?? 'off' }, `Cairn ${version} ready`);
