@@ -63,7 +63,8 @@ export class LogInconsistentError extends LogError {
 /**
  * A write or fsync failed. After a failed fsync the kernel may have dropped the
  * dirty pages, so retrying could falsely succeed: the log stops acking for good
- * and the operator restarts into recovery.
+ * and the owner is told (LogOptions.onFailed); `cairn serve` then stops
+ * (fail-stop, exit 74) and its restart recovers from what is on disk.
  */
 export class LogFailedError extends LogError {
   constructor(message: string, cause: unknown, code = 'ELOGFAILED') {
@@ -71,7 +72,16 @@ export class LogFailedError extends LogError {
   }
 }
 
-/** ENOSPC: as fatal as any other write failure (a partial batch may be on disk), but worth its own name. */
+/**
+ * ENOSPC on a write: as fatal as any other write failure, but worth its own
+ * name. Not a refusal of one batch: its records already have LSNs, the
+ * records after them are encoded behind them, and the broker applied them to
+ * its live state as it appended them (core/committer.ts), so skipping the
+ * batch would leave live state ahead of the log and a gap in the LSN chain.
+ * Part of the batch may be on disk; recovery after the restart treats it as a
+ * torn tail. (Zero fill allocates the active segment ahead of the writer, so a
+ * full disk usually shows first as a refused fill, which is only a warning.)
+ */
 export class DiskFullError extends LogFailedError {
   constructor(cause: unknown) {
     super(`the disk is full (ENOSPC); the log refuses further appends until restarted: ${errorText(cause)}`, cause, 'ENOSPC');
