@@ -50,6 +50,16 @@ export class RawMqttClient {
     }
   }
 
+  /** Resolves once the broker has closed the connection; rejects after `timeoutMs`. */
+  async waitClosed(timeoutMs = 5000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!this.closed) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`connection still open after ${timeoutMs} ms; received: ${JSON.stringify(this.received.map((p) => p.cmd))}`);
+      await new Promise<void>((resolve) => { const t = setTimeout(resolve, left); this.waiters.push(() => { clearTimeout(t); resolve(); }); });
+    }
+  }
+
   async connect(clientId: string, clean: boolean): Promise<Packet> {
     this.send({ cmd: 'connect', protocolId: 'MQTT', protocolVersion: 4, clean, clientId, keepalive: 60 });
     return this.waitFor((p) => p.cmd === 'connack');

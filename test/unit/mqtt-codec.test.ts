@@ -4,7 +4,7 @@
  * add to mqtt-packet's, and hand-written encoders checked byte for byte and
  * against mqtt-packet's own parser; and the start-up check of the MQTT limits.
  */
-import { generate, parser as createParser, type Packet } from 'mqtt-packet';
+import { generate, parser as createParser, type IConnectPacket, type Packet } from 'mqtt-packet';
 import { describe, expect, it } from 'vitest';
 import {
   encodeConnack,
@@ -143,6 +143,40 @@ describe('PacketDecoder', () => {
   it('refuses reserved header flags [MQTT-2.2.2-2] and the reserved packet type 0', () => {
     expect(decode(Buffer.from([0xc1, 0x00]))).toMatchObject({ kind: 'malformed' });
     expect(decode(Buffer.from([0x00, 0x00]))).toMatchObject({ kind: 'malformed' });
+  });
+
+  const connectWith = (fields: Partial<IConnectPacket>): Buffer =>
+    generate({ cmd: 'connect', protocolId: 'MQTT', protocolVersion: 4, clientId: 'c', clean: true, keepalive: 10, ...fields }, { protocolVersion: 4 });
+
+  it('refuses ill-formed UTF-8 in any CONNECT string, and accepts a real U+FFFD [MQTT-1.5.3-1]', () => {
+    // generate() writes strings as UTF-8; put the bad bytes where a string's own bytes were.
+    const withBytes = (packet: Buffer, marker: string, bad: number[]): Buffer => {
+      const at = packet.indexOf(marker);
+      const copy = Buffer.from(packet);
+      Buffer.from(bad).copy(copy, at);
+      return copy;
+    };
+    expect(decode(withBytes(connectWith({ clientId: 'XX' }), 'XX', [0xc3, 0x28]))).toMatchObject({ kind: 'malformed', reason: expect.stringContaining('client identifier') });
+    const will = { topic: 'w/YY', payload: Buffer.from('bye'), qos: 1 as const, retain: false };
+    expect(decode(withBytes(connectWith({ will }), 'YY', [0xff, 0xfe]))).toMatchObject({ kind: 'malformed', reason: expect.stringContaining('will topic') });
+    expect(decode(withBytes(connectWith({ username: 'ZZZ', password: Buffer.from('p') }), 'ZZZ', [0xed, 0xa0, 0x80]))).toMatchObject({
+      kind: 'malformed',
+      reason: expect.stringContaining('user name'),
+    });
+    expect(decode(connectWith({ clientId: 'c\ufffd', username: '\ufffd', password: Buffer.from([0xff]), will }))).toMatchObject({ kind: 'packet' });
+  });
+
+  it('refuses U+0000 in a string [MQTT-1.5.3-2] and bytes after the last CONNECT field', () => {
+    expect(decode(connectWith({ clientId: 'a\u0000b' }))).toMatchObject({ kind: 'malformed', reason: expect.stringContaining('MQTT-1.5.3-2') });
+    const connect = connectWith({});
+    const longer = Buffer.concat([Buffer.from([0x10, (connect[1] ?? 0) + 1]), connect.subarray(2), Buffer.from([0x00])]);
+    expect(decode(longer)).toMatchObject({ kind: 'malformed', reason: expect.stringContaining('after its last field') });
+  });
+
+  it('accepts U+FFFD written as UTF-8 in a topic and refuses a lone continuation byte [MQTT-1.5.3-1]', () => {
+    expect(decode({ cmd: 'publish', topic: 'a/\ufffd', payload: Buffer.from('x'), qos: 0, retain: false, dup: false })).toMatchObject({ kind: 'packet' });
+    expect(decode(Buffer.from([0x30, 0x04, 0x00, 0x02, 0x61, 0x80]))).toMatchObject({ kind: 'malformed', reason: expect.stringContaining('MQTT-1.5.3-1') });
+    expect(decode({ cmd: 'unsubscribe', messageId: 1, unsubscriptions: ['ok', 'a/\ufffd'] })).toMatchObject({ kind: 'packet' });
   });
 
   it('stays usable after a malformed packet', () => {

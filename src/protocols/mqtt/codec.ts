@@ -4,9 +4,9 @@
  * Decoding uses mqtt-packet's parser, configured for protocol level 4 and fed
  * exactly one packet at a time by the framer (framer.ts), so it never buffers
  * a partial packet itself and the size limit is enforced before it sees any
- * bytes. On top of its checks we add the 3.1.1 rules it leaves to servers:
- * only client-to-server packet types, non-zero packet identifiers
- * [MQTT-2.3.1-1], and the password flag only with a user name [MQTT-3.1.2-22].
+ * bytes. Every decoded packet then passes the 3.1.1 rules mqtt-packet leaves
+ * to servers (client-packet-rules.ts), so what `decode` returns as a packet
+ * is one the handlers may trust; anything else is a malformed result.
  *
  * Encoding: PUBLISH and SUBACK go through mqtt-packet's generate(); the fixed
  * four-byte and two-byte packets are written here directly (their layouts are
@@ -18,40 +18,13 @@
  *   UNSUBACK B0 02 <id>                          PINGRESP D0 00
  */
 import { generate, parser as createParser, type Packet, type Parser } from 'mqtt-packet';
-import { assert } from '../../assert.js';
+import { AssertionError, assert } from '../../assert.js';
 import type { MqttOutgoingPublish } from '../../core/api.js';
+import { checkClientPacket, type DecodeResult } from './client-packet-rules.js';
 import { readFixedHeader } from './framer.js';
-import type {
-  IConnectPacket,
-  IDisconnectPacket,
-  IPingreqPacket,
-  IPubackPacket,
-  IPubcompPacket,
-  IPublishPacket,
-  IPubrecPacket,
-  IPubrelPacket,
-  ISubscribePacket,
-  IUnsubscribePacket,
-} from 'mqtt-packet';
+import type { IPubackPacket, IPublishPacket } from 'mqtt-packet';
 
-/** The packets a client may send to a server. */
-export type ClientPacket =
-  | IConnectPacket
-  | IPublishPacket
-  | IPubackPacket
-  | IPubrecPacket
-  | IPubrelPacket
-  | IPubcompPacket
-  | ISubscribePacket
-  | IUnsubscribePacket
-  | IPingreqPacket
-  | IDisconnectPacket;
-
-export type DecodeResult =
-  | { readonly kind: 'packet'; readonly packet: ClientPacket }
-  | { readonly kind: 'malformed'; readonly reason: string };
-
-const packetIdRequired: ReadonlySet<string> = new Set(['puback', 'pubrec', 'pubrel', 'pubcomp', 'subscribe', 'unsubscribe']);
+export type { ClientPacket, DecodeResult } from './client-packet-rules.js';
 
 /**
  * Decodes whole packets for one connection. Holds one mqtt-packet parser (it
@@ -76,15 +49,22 @@ export class PacketDecoder {
   /** `bytes` must be exactly one packet, as cut by PacketFramer. */
   decode(bytes: Buffer): DecodeResult {
     const fast = decodeHotPacket(bytes);
-    if (fast !== undefined) return checkClientPacket(fast);
+    if (fast !== undefined) return checkClientPacket(fast, bytes);
     this.decoded = undefined;
     this.error = undefined;
-    const left = this.parser.parse(bytes);
+    let left: number;
+    try {
+      left = this.parser.parse(bytes);
+    } catch (error: unknown) {
+      // A throw (not an 'error' event) from the parser on hostile bytes is still the client's bad packet.
+      if (error instanceof AssertionError) throw error;
+      return { kind: 'malformed', reason: `undecodable packet: ${error instanceof Error ? error.message : String(error)}` };
+    }
     const decoded = this.decoded as Packet | undefined;
     const error = this.error as string | undefined;
     if (error !== undefined) return { kind: 'malformed', reason: error };
     if (decoded === undefined || left !== 0) return { kind: 'malformed', reason: 'packet shorter than its remaining length' };
-    return checkClientPacket(decoded);
+    return checkClientPacket(decoded, bytes);
   }
 }
 
@@ -126,34 +106,6 @@ export function decodeHotPacket(bytes: Buffer): IPublishPacket | IPubackPacket |
   };
   if (qos > 0) packet.messageId = bytes.readUInt16BE(topicEnd);
   return packet;
-}
-
-function checkClientPacket(packet: Packet): DecodeResult {
-  switch (packet.cmd) {
-    case 'connect':
-      if (packet.password !== undefined && packet.username === undefined) {
-        return { kind: 'malformed', reason: 'password flag set without the user name flag [MQTT-3.1.2-22]' };
-      }
-      return { kind: 'packet', packet };
-    case 'publish':
-      if (packet.qos > 0 && !packet.messageId) return { kind: 'malformed', reason: 'PUBLISH with QoS > 0 needs a non-zero packet identifier [MQTT-2.3.1-1]' };
-      return { kind: 'packet', packet };
-    case 'puback':
-    case 'pubrec':
-    case 'pubrel':
-    case 'pubcomp':
-    case 'subscribe':
-    case 'unsubscribe':
-      if (packetIdRequired.has(packet.cmd) && !packet.messageId) {
-        return { kind: 'malformed', reason: `${packet.cmd.toUpperCase()} needs a non-zero packet identifier [MQTT-2.3.1-1]` };
-      }
-      return { kind: 'packet', packet };
-    case 'pingreq':
-    case 'disconnect':
-      return { kind: 'packet', packet };
-    default:
-      return { kind: 'malformed', reason: `${packet.cmd.toUpperCase()} is not a packet a client may send` };
-  }
 }
 
 /**

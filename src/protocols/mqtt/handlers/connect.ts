@@ -8,7 +8,6 @@
 import { randomBytes } from 'node:crypto';
 import type { IConnectPacket } from 'mqtt-packet';
 import type { Qos } from '../../../core/api.js';
-import { validateTopicName } from '../../../core/topic-filter.js';
 import type { AuthOutcome } from '../../../auth/users.js';
 import { ConnackReturnCode, peekConnectProtocol } from '../codec.js';
 import type { MqttConnection, Will } from '../connection.js';
@@ -72,17 +71,13 @@ function chooseClientId(requested: string, cleanSession: boolean): string {
   return `cairn-${randomBytes(12).toString('base64url')}`;
 }
 
+/** The will as the session keeps it; its topic and QoS were checked with the packet (client-packet-rules.ts). */
 function readWill(packet: IConnectPacket): Will | undefined {
   const will = packet.will;
   if (will === undefined) return undefined;
-  const qos = will.qos ?? 0;
-  // [MQTT-3.1.2-14] Will QoS 3 is not a QoS.
-  if (qos > 2) throw new MqttProtocolError('will QoS must be 0, 1 or 2 [MQTT-3.1.2-14]', 'malformed-packet', 'connect');
-  const problem = validateTopicName(will.topic);
-  if (problem !== undefined) throw new MqttProtocolError(`will topic: ${problem}`, 'protocol-violation', 'connect');
   // Copied: the decoded payload is a view of a socket chunk that would otherwise stay alive with it.
   const payload = typeof will.payload === 'string' ? Buffer.from(will.payload, 'utf8') : Buffer.from(will.payload);
-  return { topic: will.topic, payload, qos: qos as Qos, retain: will.retain === true };
+  return { topic: will.topic, payload, qos: (will.qos ?? 0) as Qos, retain: will.retain === true };
 }
 
 /** The one mapping from authentication outcomes to CONNACK return codes. */

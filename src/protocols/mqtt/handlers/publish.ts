@@ -1,38 +1,32 @@
 /**
- * PUBLISH from a client [MQTT-3.3]. The topic name must be a valid name (no
- * wildcards) or the connection is closed [MQTT-3.3.2-2]. The acknowledgement
- * (PUBACK for QoS 1 [MQTT-4.3.2-2], PUBREC for QoS 2 [MQTT-4.3.3-2]) is sent
- * only once the core says the message is durable; a QoS 2 resend of an id
- * whose PUBREL has not arrived is not routed again by the core, and gets its
- * PUBREC again.
+ * PUBLISH from a client [MQTT-3.3]. Its topic name was checked with the
+ * packet (client-packet-rules.ts: no wildcards [MQTT-3.3.2-2]). The
+ * acknowledgement (PUBACK for QoS 1 [MQTT-4.3.2-2], PUBREC for QoS 2
+ * [MQTT-4.3.3-2]) is sent only once the core says the message is durable; a
+ * QoS 2 resend of an id whose PUBREL has not arrived is not routed again by
+ * the core, and gets its PUBREC again.
  */
-import type { IPublishPacket } from 'mqtt-packet';
 import type { MqttIncomingPublish } from '../../../core/api.js';
-import { validateTopicName } from '../../../core/topic-filter.js';
+import type { ClientPacketOf } from '../client-packet-rules.js';
 import { encodePuback, encodePubrec } from '../codec.js';
 import type { MqttConnection } from '../connection.js';
-import { MqttProtocolError } from '../errors.js';
 
-export function handlePublish(connection: MqttConnection, packet: IPublishPacket): void {
-  const problem = validateTopicName(packet.topic);
-  if (problem !== undefined) {
-    throw new MqttProtocolError(`PUBLISH topic '${packet.topic.slice(0, 128)}': ${problem}`, 'protocol-violation', 'publish');
-  }
+export function handlePublish(connection: MqttConnection, packet: ClientPacketOf<'publish'>): void {
   // Copied: the decoded payload is a view of a socket chunk, and a queued
   // message would otherwise keep that whole chunk alive.
   const payload = typeof packet.payload === 'string' ? Buffer.from(packet.payload, 'utf8') : Buffer.from(packet.payload);
-  const packetId = packet.messageId;
-  const incoming: MqttIncomingPublish =
-    packet.qos === 0 || packetId === undefined
-      ? { topic: packet.topic, payload, qos: 0, retain: packet.retain }
-      : { topic: packet.topic, payload, qos: packet.qos, retain: packet.retain, packetId };
-  const result = connection.session.publish(incoming);
-  if (packet.qos === 1 && packetId !== undefined) {
-    connection.whenDurable(result.durable, 'PUBLISH QoS 1', () => connection.write(encodePuback(packetId)));
-  } else if (packet.qos === 2 && packetId !== undefined) {
-    connection.whenDurable(result.durable, 'PUBLISH QoS 2', () => connection.write(encodePubrec(packetId)));
-  } else {
+  if (packet.qos === 0) {
+    const result = connection.session.publish({ topic: packet.topic, payload, qos: 0, retain: packet.retain });
     // QoS 0 has nothing to acknowledge, but a failed log still ends the connection.
     connection.whenDurable(result.durable, 'PUBLISH QoS 0', () => undefined);
+    return;
+  }
+  const packetId = packet.messageId;
+  const incoming: MqttIncomingPublish = { topic: packet.topic, payload, qos: packet.qos, retain: packet.retain, packetId };
+  const result = connection.session.publish(incoming);
+  if (packet.qos === 1) {
+    connection.whenDurable(result.durable, 'PUBLISH QoS 1', () => connection.write(encodePuback(packetId)));
+  } else {
+    connection.whenDurable(result.durable, 'PUBLISH QoS 2', () => connection.write(encodePubrec(packetId)));
   }
 }

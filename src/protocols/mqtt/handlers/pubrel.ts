@@ -4,13 +4,12 @@
  * [MQTT-4.3.3-2]. A PUBREL for an unknown id is still answered with PUBCOMP,
  * so a client retrying after our restart finishes its flow.
  */
-import type { IPubrelPacket } from 'mqtt-packet';
+import type { ClientPacketOf } from '../client-packet-rules.js';
 import { encodePubcomp } from '../codec.js';
 import type { MqttConnection } from '../connection.js';
 
-export function handlePubrel(connection: MqttConnection, packet: IPubrelPacket): void {
+export function handlePubrel(connection: MqttConnection, packet: ClientPacketOf<'pubrel'>): void {
   const packetId = packet.messageId;
-  if (packetId === undefined) return;
   const durable = connection.session.pubrel(packetId);
   connection.whenDurable(durable, 'PUBREL', () => connection.write(encodePubcomp(packetId)));
 }

@@ -5,19 +5,18 @@
  * retained messages matching the granted filters sent [MQTT-3.3.1-6], so they
  * follow the SUBACK on the wire.
  */
-import type { ISubscribePacket } from 'mqtt-packet';
 import { assert } from '../../../assert.js';
 import type { Qos } from '../../../core/api.js';
 import { validateTopicFilter } from '../../../core/topic-filter.js';
 import { encodeSuback } from '../codec.js';
+import type { ClientPacketOf } from '../client-packet-rules.js';
 import type { MqttConnection } from '../connection.js';
 import { MqttProtocolError } from '../errors.js';
 
 const subackFailure = 0x80;
 
-export function handleSubscribe(connection: MqttConnection, packet: ISubscribePacket): void {
+export function handleSubscribe(connection: MqttConnection, packet: ClientPacketOf<'subscribe'>): void {
   const packetId = packet.messageId;
-  if (packetId === undefined) return;
   const limit = connection.context.limits.filtersPerPacketMax;
   if (packet.subscriptions.length > limit) {
     throw new MqttProtocolError(`SUBSCRIBE with ${packet.subscriptions.length} filters (filtersPerPacketMax is ${limit})`, 'protocol-violation', 'subscribe');

@@ -1,0 +1,158 @@
+/**
+ * The MQTT 3.1.1 rules every decoded client packet must follow, beyond what
+ * mqtt-packet's parser checks: the one place where a packet that parsed but
+ * breaks the protocol is turned away. The codec runs checkClientPacket on
+ * every packet it decodes; a violation comes back as a malformed result, and
+ * the connection closes (only) itself [MQTT-4.8.0-1]. Handlers therefore only
+ * see packets that follow these rules, and their types say so: a packet id is
+ * a number in 1…65535 wherever the packet must carry one.
+ *
+ * What is checked here and not by mqtt-packet:
+ * - only client-to-server packet types;
+ * - packet identifiers present and non-zero [MQTT-2.3.1-1] (mqtt-packet
+ *   reports a missing one as -1, or not at all for PUBACK/PUBREC/PUBCOMP);
+ * - the fixed lengths of PUBACK, PUBREC, PUBREL, PUBCOMP (2), PINGREQ and
+ *   DISCONNECT (0);
+ * - SUBSCRIBE and UNSUBSCRIBE carry at least one filter [MQTT-3.8.3-3] [MQTT-3.10.3-2];
+ * - PUBLISH: DUP only with QoS > 0 [MQTT-3.3.1-2], a valid topic name without
+ *   wildcards [MQTT-3.3.2-2];
+ * - CONNECT: no password without a user name [MQTT-3.1.2-22], a valid will
+ *   topic and QoS [MQTT-3.1.2-14], nothing after its last field;
+ * - every string: well-formed UTF-8 [MQTT-1.5.3-1] without U+0000 [MQTT-1.5.3-2].
+ *
+ * What a packet means in context (a second CONNECT, a filter the broker will
+ * not grant, a limit) is the connection's and the handlers' business.
+ */
+import type {
+  IConnectPacket,
+  IDisconnectPacket,
+  IPingreqPacket,
+  IPubackPacket,
+  IPubcompPacket,
+  IPublishPacket,
+  IPubrecPacket,
+  IPubrelPacket,
+  ISubscribePacket,
+  IUnsubscribePacket,
+  Packet,
+} from 'mqtt-packet';
+import { validateTopicName } from '../../core/topic-filter.js';
+import { findStringFieldProblem } from './string-fields.js';
+
+/** A packet that must carry an identifier, once checked: it does, and it is in 1…65535. */
+type WithPacketId<P> = P & { readonly messageId: number };
+
+/** A PUBLISH has a packet identifier exactly when its QoS is above 0 [MQTT-2.3.1-5]. */
+export type ClientPublishPacket = (IPublishPacket & { readonly qos: 0 }) | WithPacketId<IPublishPacket & { readonly qos: 1 | 2 }>;
+
+/** The packets a client may send to a server, as they are once checkClientPacket accepted them. */
+export type ClientPacket =
+  | IConnectPacket
+  | ClientPublishPacket
+  | WithPacketId<IPubackPacket>
+  | WithPacketId<IPubrecPacket>
+  | WithPacketId<IPubrelPacket>
+  | WithPacketId<IPubcompPacket>
+  | WithPacketId<ISubscribePacket>
+  | WithPacketId<IUnsubscribePacket>
+  | IPingreqPacket
+  | IDisconnectPacket;
+
+/** The checked packet of one type, for its handler: ClientPacketOf<'puback'> has a messageId. */
+export type ClientPacketOf<C extends ClientPacket['cmd']> = Extract<ClientPacket, { readonly cmd: C }>;
+
+export type DecodeResult =
+  | { readonly kind: 'packet'; readonly packet: ClientPacket }
+  | { readonly kind: 'malformed'; readonly reason: string };
+
+const packetIdMax = 0xffff;
+
+/** `bytes` is the whole packet `packet` was decoded from. */
+export function checkClientPacket(packet: Packet, bytes: Buffer): DecodeResult {
+  const problem = findProblem(packet, bytes);
+  // The cast is what the checks above proved: e.g. a packet id is present where ClientPacket says so.
+  return problem === undefined ? { kind: 'packet', packet: packet as ClientPacket } : { kind: 'malformed', reason: problem };
+}
+
+function findProblem(packet: Packet, bytes: Buffer): string | undefined {
+  switch (packet.cmd) {
+    case 'connect':
+      return connectProblem(packet, bytes);
+    case 'publish':
+      return publishProblem(packet, bytes);
+    case 'puback':
+    case 'pubrec':
+    case 'pubrel':
+    case 'pubcomp':
+      return lengthProblem(packet, 2) ?? packetIdProblem(packet);
+    case 'subscribe':
+      return (
+        packetIdProblem(packet) ??
+        (packet.subscriptions.length === 0 ? 'SUBSCRIBE without a topic filter [MQTT-3.8.3-3]' : undefined) ??
+        stringsProblem(packet.subscriptions.map((subscription) => subscription.topic), bytes)
+      );
+    case 'unsubscribe':
+      return (
+        packetIdProblem(packet) ??
+        (packet.unsubscriptions.length === 0 ? 'UNSUBSCRIBE without a topic filter [MQTT-3.10.3-2]' : undefined) ??
+        stringsProblem(packet.unsubscriptions, bytes)
+      );
+    case 'pingreq':
+    case 'disconnect':
+      return lengthProblem(packet, 0);
+    default:
+      return `${packet.cmd.toUpperCase()} is not a packet a client may send`;
+  }
+}
+
+function packetIdProblem(packet: Packet): string | undefined {
+  const id = packet.messageId;
+  if (id !== undefined && Number.isInteger(id) && id >= 1 && id <= packetIdMax) return undefined;
+  return `${packet.cmd.toUpperCase()} needs a non-zero packet identifier [MQTT-2.3.1-1]`;
+}
+
+/** mqtt-packet reads what it needs and ignores the rest: a fixed-size packet of another size is malformed. */
+function lengthProblem(packet: Packet, remainingLength: number): string | undefined {
+  if (packet.length === remainingLength) return undefined;
+  return `${packet.cmd.toUpperCase()} must have a remaining length of ${remainingLength}, has ${packet.length ?? '?'}`;
+}
+
+function publishProblem(packet: IPublishPacket, bytes: Buffer): string | undefined {
+  if (packet.qos > 0) {
+    const problem = packetIdProblem(packet);
+    if (problem !== undefined) return problem;
+  } else if (packet.dup) {
+    return 'PUBLISH with QoS 0 must not have DUP set [MQTT-3.3.1-2]';
+  }
+  const topicProblem = validateTopicName(packet.topic);
+  if (topicProblem !== undefined) return `PUBLISH topic '${packet.topic.slice(0, 128)}': ${topicProblem}`;
+  return stringsProblem([packet.topic], bytes);
+}
+
+function connectProblem(packet: IConnectPacket, bytes: Buffer): string | undefined {
+  if (packet.password !== undefined && packet.username === undefined) {
+    return 'password flag set without the user name flag [MQTT-3.1.2-22]';
+  }
+  const will = packet.will;
+  if (will !== undefined) {
+    if ((will.qos ?? 0) > 2) return 'will QoS must be 0, 1 or 2 [MQTT-3.1.2-14]';
+    const topicProblem = validateTopicName(will.topic);
+    if (topicProblem !== undefined) return `will topic: ${topicProblem}`;
+  }
+  const strings = [packet.clientId, ...(packet.username === undefined ? [] : [packet.username])];
+  return nullCharacterProblem(strings) ?? findStringFieldProblem(bytes);
+}
+
+/**
+ * U+0000 is refused outright [MQTT-1.5.3-2]. A decoded U+FFFD may be a real
+ * one or the decoder's stand-in for ill-formed bytes: only then are the bytes
+ * themselves checked (string-fields.ts), so well-behaved traffic pays nothing.
+ */
+function stringsProblem(strings: readonly string[], bytes: Buffer): string | undefined {
+  const replacementSeen = strings.some((value) => value.includes('\ufffd'));
+  return nullCharacterProblem(strings) ?? (replacementSeen ? findStringFieldProblem(bytes) : undefined);
+}
+
+function nullCharacterProblem(strings: readonly string[]): string | undefined {
+  return strings.some((value) => value.includes('\u0000')) ? 'a string contains the null character U+0000 [MQTT-1.5.3-2]' : undefined;
+}
