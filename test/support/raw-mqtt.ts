@@ -65,6 +65,11 @@ export class RawMqttClient {
     return this.waitFor((p) => p.cmd === 'connack');
   }
 
+  /** Half-close: send FIN after what was written, as a client that is done sending does. */
+  end(): void {
+    this.socket.end();
+  }
+
   close(): void {
     this.socket.destroy();
   }

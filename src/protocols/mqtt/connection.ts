@@ -93,9 +93,9 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
     socket.on('data', (chunk: Buffer) => this.receive(chunk));
     socket.on('error', (error: Error) => {
       this.logger.debug({ err: error.message }, 'MQTT socket error');
-      this.close('socket-error');
+      this.peerGone('socket-error');
     });
-    socket.on('close', () => this.close('socket-closed'));
+    socket.on('close', () => this.peerGone('socket-closed'));
     this.connectTimer = setTimeout(() => this.close('connect-timeout'), context.limits.connectTimeoutMs);
     this.connectTimer.unref();
   }
@@ -158,41 +158,72 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
    * unread, their in-flight windows stay full and their queues overflow.
    */
   private drain(): void {
-    let budget = this.context.limits.packetsPerTurnMax;
+    const budgetPerTurn = this.context.limits.packetsPerTurnMax;
+    let budget = budgetPerTurn;
     while ((this.stateValue === 'awaiting-connect' || this.stateValue === 'connected') && !this.readingPaused) {
       if (budget === 0) {
         this.yieldTurn();
         return;
       }
-      // Refuse a stream that cannot start with CONNECT at its first byte,
-      // rather than wait for a body whose length is garbage [MQTT-3.1.0-1].
-      const firstByte = this.framer.peekFirstByte();
-      if (this.stateValue === 'awaiting-connect' && firstByte !== undefined && firstByte !== connectFirstByte) {
-        this.fail(new MqttProtocolError(`first packet must be CONNECT, got first byte 0x${firstByte.toString(16)} [MQTT-3.1.0-1]`));
-        return;
-      }
-      const frame = this.framer.next();
-      if (frame.kind === 'need-more') return;
-      if (frame.kind === 'too-large') {
-        const limit = this.context.limits.packetBytesMax;
-        this.fail(new MqttProtocolError(`packet of ${frame.packetBytes} bytes exceeds packetBytesMax (${limit})`, 'packet-too-large'));
-        return;
-      }
-      if (frame.kind === 'malformed') {
-        this.fail(new MqttProtocolError(frame.reason, 'malformed-packet'));
-        return;
-      }
+      const bytes = this.nextPacket();
+      if (bytes === undefined) return;
       // Any packet counts as activity for the keep-alive [MQTT-3.1.2-23]; once per turn is enough.
-      if (budget === this.context.limits.packetsPerTurnMax) this.keepAliveTimer?.refresh();
+      if (budget === budgetPerTurn) this.keepAliveTimer?.refresh();
       budget -= 1;
-      try {
-        if (this.stateValue === 'awaiting-connect') checkConnectProtocol(frame.bytes);
-        const decoded = this.decoder.decode(frame.bytes);
-        if (decoded.kind === 'malformed') throw new MqttProtocolError(decoded.reason, 'malformed-packet');
-        this.dispatch(decoded.packet);
-      } catch (error: unknown) {
-        this.fail(error);
-      }
+      this.handlePacket(bytes);
+    }
+  }
+
+  /**
+   * The peer is gone (FIN, reset, socket error) while packets it sent before
+   * still wait in the framer (this connection was yielding its turn, or paused
+   * for the log). They are handled now, in order, before close() lets the
+   * session's in-flight messages go: a PUBACK that reached us is applied and
+   * recorded, never forgotten [MQTT-4.6.0-2]. Bounded: the framer holds at
+   * most what was read before reading stopped.
+   */
+  private peerGone(reason: 'socket-closed' | 'socket-error'): void {
+    while (this.stateValue === 'connected') {
+      const bytes = this.nextPacket();
+      if (bytes === undefined) break;
+      this.handlePacket(bytes);
+    }
+    this.close(reason);
+  }
+
+  /** The next whole packet from the framer; undefined when more bytes are needed or the stream is bad (then closed). */
+  private nextPacket(): Buffer | undefined {
+    // Refuse a stream that cannot start with CONNECT at its first byte,
+    // rather than wait for a body whose length is garbage [MQTT-3.1.0-1].
+    const firstByte = this.framer.peekFirstByte();
+    if (this.stateValue === 'awaiting-connect' && firstByte !== undefined && firstByte !== connectFirstByte) {
+      this.fail(new MqttProtocolError(`first packet must be CONNECT, got first byte 0x${firstByte.toString(16)} [MQTT-3.1.0-1]`));
+      return undefined;
+    }
+    const frame = this.framer.next();
+    switch (frame.kind) {
+      case 'packet':
+        return frame.bytes;
+      case 'need-more':
+        return undefined;
+      case 'too-large':
+        this.fail(new MqttProtocolError(`packet of ${frame.packetBytes} bytes exceeds packetBytesMax (${this.context.limits.packetBytesMax})`, 'packet-too-large'));
+        return undefined;
+      case 'malformed':
+        this.fail(new MqttProtocolError(frame.reason, 'malformed-packet'));
+        return undefined;
+    }
+  }
+
+  /** Decode one whole packet and dispatch it; every error it raises goes through fail(). */
+  private handlePacket(bytes: Buffer): void {
+    try {
+      if (this.stateValue === 'awaiting-connect') checkConnectProtocol(bytes);
+      const decoded = this.decoder.decode(bytes);
+      if (decoded.kind === 'malformed') throw new MqttProtocolError(decoded.reason, 'malformed-packet');
+      this.dispatch(decoded.packet);
+    } catch (error: unknown) {
+      this.fail(error);
     }
   }
 
