@@ -5,6 +5,7 @@
  * own figures; benchmarks are not tests and never fail the run on a target.
  */
 import { benchAmqp } from './bench-amqp.js';
+import { benchFuzz } from './bench-fuzz.js';
 import { benchInspect } from './bench-inspect.js';
 import { benchLog } from './bench-log.js';
 import { benchMqtt } from './bench-mqtt.js';
@@ -23,6 +24,7 @@ const suites: readonly BenchSuite[] = [
   { name: 'mqtt', run: benchMqtt },
   { name: 'amqp', run: benchAmqp },
   { name: 'inspect', run: benchInspect },
+  { name: 'fuzz', run: benchFuzz },
 ];
 
 async function main(): Promise<void> {

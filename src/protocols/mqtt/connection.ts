@@ -498,6 +498,11 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
       socket.once('finish', () => socket.destroy());
       setTimeout(() => socket.destroy(), closeLingerMs).unref();
     } else {
+      // Hand what this tick wrote (acks of the packets before the bad one) to
+      // the kernel first: destroying a corked socket fails each buffered write
+      // with an error object of its own, a cost a flood of bad clients would
+      // make the broker pay again and again.
+      while (socket.writableCorked > 0) socket.uncork();
       socket.destroy();
     }
   }
