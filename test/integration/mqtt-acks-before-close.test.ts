@@ -5,7 +5,7 @@
  * and what comes back on reconnect — and again after a broker restart on the
  * same data directory — is exactly what it did not acknowledge: nothing acked
  * returns, nothing unacked is lost. Packets of one connection are processed
- * in order [MQTT-4.6.0-2], even when the broker yields between them.
+ * in order, all of them, even when the broker yields between them.
  *
  * The tight cases use a raw socket so that every ack and the DISCONNECT
  * leave in one TCP write, more acks than the broker handles per turn of the

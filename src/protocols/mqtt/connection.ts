@@ -12,6 +12,9 @@
  *   records) the socket is paused and no packet is dispatched.
  * - No acknowledgement is written before its Durable resolves; a rejected
  *   Durable closes the connection without acknowledging (the log failed).
+ * - Packets are handled in the order they were read, all of them: when the
+ *   peer closes while some still wait in the framer (the connection was
+ *   yielding its turn), they are handled before the close (`peerGone`).
  * - Only `fail` turns errors into wire reactions (CONNACK code or close), and
  *   only `close` ends the connection: it runs once, detaches the session, and
  *   publishes the will unless the close was a DISCONNECT or a takeover.
@@ -179,7 +182,7 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
    * still wait in the framer (this connection was yielding its turn, or paused
    * for the log). They are handled now, in order, before close() lets the
    * session's in-flight messages go: a PUBACK that reached us is applied and
-   * recorded, never forgotten [MQTT-4.6.0-2]. Bounded: the framer holds at
+   * recorded, never forgotten. Bounded: the framer holds at
    * most what was read before reading stopped.
    */
   private peerGone(reason: 'socket-closed' | 'socket-error'): void {
