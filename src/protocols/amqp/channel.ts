@@ -5,25 +5,31 @@
  * prefetch limits, flow, publisher confirms and ordered method replies.
  *
  * Life cycle:  open ──channel.close from client──▶ (close-ok sent) finished
- *               └──error──▶ closing (channel.close sent) ──close-ok / close──▶ finished
+ *               ├──error──▶ closing (channel.close sent) ──close-ok / close──▶ finished
+ *               └──the connection closes──▶ closing ──the socket ends──▶ finished
  *
  * Invariants:
  * - Delivery tags count from 1 per channel; `unacked` holds every delivery
  *   not yet settled, in tag order (a Map keeps insertion order).
  * - `consumerUnacked` == sum of `unacked` of the channel's consumers' entries,
  *   and each consumer's `unacked` counts its entries: prefetch decisions rely on it.
- * - Once the channel stops being open (either way), teardown runs exactly
- *   once: consumers are cancelled, every unacked delivery goes back to its
- *   queue with redelivered=true, pending confirms and replies are dropped.
- * - While closing, every frame but channel.close and channel.close-ok is
- *   ignored (spec 2.2.4: "after sending close ... discard all frames").
+ * - Once the channel stops being open (either way), it stops once: consumers
+ *   are cancelled, pending confirms and replies are dropped. Its unacked
+ *   deliveries go back to their queues (redelivered=true) once, only when no
+ *   frame of the client can still arrive for it: at its close-ok, at the
+ *   client's channel.close, or when the connection's socket is gone.
+ * - Frames are applied in arrival order. While closing, every frame but
+ *   channel.close, channel.close-ok (spec 2.2.4: "after sending close ...
+ *   discard all frames") and the settlements basic.ack / nack / reject is
+ *   ignored: a settlement the client sent before it saw the close is applied
+ *   and recorded, never turned into a redelivery (issue 11).
  */
 import type { Logger } from 'pino';
 import { AssertionError, assert } from '../../assert.js';
 import type { AmqpCore, Durable, QueueDelivery } from '../../core/api.js';
 import {
-  CLASS_ID, decodeMethod, FRAME_TYPE, METHOD_ID, REPLY_CODE,
-  type AmqpMethodInput, type ContentMethodInput, type Frame,
+  AmqpCodecError, CLASS_ID, decodeMethod, FRAME_TYPE, METHOD_ID, REPLY_CODE,
+  type AmqpMethod, type AmqpMethodInput, type ContentMethodInput, type Frame,
 } from './codec/index.js';
 import type { ChannelDescription } from '../connection-description.js';
 import { ContentAssembler } from './content-assembler.js';
@@ -65,7 +71,8 @@ export type SettleOutcome = 'ack' | 'reject' | 'requeue';
 
 export class AmqpChannel implements ConsumerChannel {
   private stateValue: ChannelState = 'open';
-  private tornDown = false;
+  private stopped = false;
+  private requeued = false;
   readonly consumers = new Map<string, ChannelConsumer>();
   private readonly unacked = new Map<number, UnackedDelivery>();
   private nextDeliveryTag = 1;
@@ -139,11 +146,12 @@ export class AmqpChannel implements ConsumerChannel {
     if (message) publishAssembled(this, message);
   }
 
-  /** Spec 2.2.4: a closing channel discards everything except close and close-ok. */
+  /** Spec 2.2.4: a closing channel discards everything except close and close-ok — and settlements. */
   private receiveWhileClosing(frame: Frame): void {
     if (frame.type !== FRAME_TYPE.METHOD || frame.payload.length < 4) return;
     const classId = frame.payload.readUInt16BE(0);
     const methodId = frame.payload.readUInt16BE(2);
+    if (classId === CLASS_ID.BASIC) this.receiveSettlement(frame);
     if (classId !== CLASS_ID.CHANNEL) return;
     if (methodId === METHOD_ID.CHANNEL.CLOSE) {
       // Both sides closed at once: answer theirs, and ours is answered too.
@@ -152,6 +160,29 @@ export class AmqpChannel implements ConsumerChannel {
     } else if (methodId === METHOD_ID.CHANNEL.CLOSE_OK) {
       this.finish();
     }
+  }
+
+  /**
+   * A basic.ack, nack or reject that reached a closing channel (or a channel
+   * of a closing connection): the client sent it before it saw the close, so
+   * it still counts. amqplib, for one, writes connection.close on channel 0
+   * ahead of the acks still queued in its channel's write buffer. Anything
+   * else is discarded, and so is an unknown tag or an undecodable frame: the
+   * channel is going away, there is no one left to tell.
+   */
+  receiveSettlement(frame: Frame): void {
+    if (frame.type !== FRAME_TYPE.METHOD || frame.payload.length < 4 || frame.payload.readUInt16BE(0) !== CLASS_ID.BASIC) return;
+    if (!settlementMethodIds.has(frame.payload.readUInt16BE(2))) return;
+    let method: AmqpMethod;
+    try {
+      method = decodeMethod(frame.payload);
+    } catch (error: unknown) {
+      if (error instanceof AmqpCodecError) return;
+      throw error;
+    }
+    if (method.name === 'basic.ack') this.settleTaken(this.take(method.deliveryTag, method.multiple), 'ack');
+    else if (method.name === 'basic.nack') this.settleTaken(this.take(method.deliveryTag, method.multiple), method.requeue ? 'requeue' : 'reject');
+    else if (method.name === 'basic.reject') this.settleTaken(this.take(method.deliveryTag, false), method.requeue ? 'requeue' : 'reject');
   }
 
   // ─────────────────────────── replies ───────────────────────────
@@ -283,23 +314,35 @@ export class AmqpChannel implements ConsumerChannel {
    * tag is 406 PRECONDITION_FAILED, as RabbitMQ answers.
    */
   settle(deliveryTag: number, multiple: boolean, outcome: SettleOutcome): void {
+    const taken = this.take(deliveryTag, multiple);
+    if (taken === undefined) throw new AmqpChannelError(REPLY_CODE.PRECONDITION_FAILED, `unknown delivery tag ${deliveryTag}`);
+    this.settleTaken(taken, outcome);
+  }
+
+  /** Remove the deliveries a settlement names from `unacked`; undefined for an unknown tag. */
+  private take(deliveryTag: number, multiple: boolean): UnackedDelivery[] | undefined {
     const taken: UnackedDelivery[] = [];
     if (multiple && deliveryTag === 0) {
       taken.push(...this.unacked.values());
       this.unacked.clear();
-    } else {
-      if (!this.unacked.has(deliveryTag)) throw new AmqpChannelError(REPLY_CODE.PRECONDITION_FAILED, `unknown delivery tag ${deliveryTag}`);
-      if (multiple) {
-        for (const [tag, entry] of this.unacked) {
-          if (tag > deliveryTag) break;
-          taken.push(entry);
-          this.unacked.delete(tag);
-        }
-      } else {
-        taken.push(this.unacked.get(deliveryTag)!);
-        this.unacked.delete(deliveryTag);
-      }
+      return taken;
     }
+    const named = this.unacked.get(deliveryTag);
+    if (named === undefined) return undefined;
+    if (!multiple) {
+      this.unacked.delete(deliveryTag);
+      return [named];
+    }
+    for (const [tag, entry] of this.unacked) {
+      if (tag > deliveryTag) break;
+      taken.push(entry);
+      this.unacked.delete(tag);
+    }
+    return taken;
+  }
+
+  private settleTaken(taken: readonly UnackedDelivery[] | undefined, outcome: SettleOutcome): void {
+    if (taken === undefined) return;
     for (const entry of taken) this.release(entry);
     for (const entry of taken) this.core.settle(entry.delivery, outcome);
     this.dispatchConsumers();
@@ -328,7 +371,7 @@ export class AmqpChannel implements ConsumerChannel {
     this.finish();
   }
 
-  /** A channel error: send channel.close and wait for close-ok, discarding everything else. */
+  /** A channel error: send channel.close and wait for close-ok, applying only settlements meanwhile. */
   closeWithError(error: WireError): void {
     if (this.stateValue !== 'open') return;
     // Confirms already earned go out before the close, or the client would count them lost.
@@ -338,10 +381,21 @@ export class AmqpChannel implements ConsumerChannel {
       failedClassId: error.classId, failedMethodId: error.methodId,
     });
     this.stateValue = 'closing';
-    this.teardown();
+    this.stop();
   }
 
-  /** The connection is going away: release everything without a word on the wire. */
+  /**
+   * The connection is closing: nothing more is delivered or answered, but the
+   * unacked deliveries wait for `abandon`, when the socket is gone, so that
+   * settlements still in flight are applied first (receiveSettlement).
+   */
+  connectionClosing(): void {
+    if (this.stateValue !== 'open') return;
+    this.stateValue = 'closing';
+    this.stop();
+  }
+
+  /** The connection is gone: release everything without a word on the wire. */
   abandon(): void {
     this.teardown();
     this.stateValue = 'finished';
@@ -353,10 +407,15 @@ export class AmqpChannel implements ConsumerChannel {
     this.host.channelFinished(this.number);
   }
 
-  /** Runs once: cancel consumers, requeue unacked deliveries (redelivered=true), drop pending confirms and replies. */
   private teardown(): void {
-    if (this.tornDown) return;
-    this.tornDown = true;
+    this.stop();
+    this.requeueUnacked();
+  }
+
+  /** Runs once: cancel consumers, drop pending confirms and replies and a half-assembled message. */
+  private stop(): void {
+    if (this.stopped) return;
+    this.stopped = true;
     this.confirmsValue?.close();
     this.replies.close();
     this.assembler.reset();
@@ -366,12 +425,20 @@ export class AmqpChannel implements ConsumerChannel {
       consumer.active = false;
       this.core.cancel(consumer.queue, consumer);
     }
+  }
+
+  /** Runs once, after the last frame for this channel: every unacked delivery back to its queue, redelivered=true. */
+  private requeueUnacked(): void {
+    if (this.requeued) return;
+    this.requeued = true;
     const pending = [...this.unacked.values()];
     this.unacked.clear();
     this.consumerUnacked = 0;
     for (const entry of pending) this.core.settle(entry.delivery, 'requeue');
   }
 }
+
+const settlementMethodIds: ReadonlySet<number> = new Set([METHOD_ID.BASIC.ACK, METHOD_ID.BASIC.NACK, METHOD_ID.BASIC.REJECT]);
 
 function unexpectedFrame(frame: Frame, channel: number, expected: string): AmqpConnectionError {
   const kind = frame.type === FRAME_TYPE.METHOD ? 'method' : frame.type === FRAME_TYPE.HEADER ? 'content header' : 'body';

@@ -15,8 +15,13 @@
  *   `finalize` ends the connection: once, releasing every channel (their
  *   unacked deliveries are requeued, redelivered) and then telling the core
  *   (exclusive queues go).
+ * - Frames are applied in arrival order, and a channel's unacked deliveries
+ *   are requeued only after the last byte the client sent was read: when the
+ *   socket is gone, never at connection.close. A basic.ack written before a
+ *   hang-up is applied and recorded, not redelivered (issue 11).
  * - No frame is dispatched while authenticating or after the connection
- *   started closing, except close/close-ok on channel 0.
+ *   started closing, except close/close-ok on channel 0 and basic.ack / nack
+ *   / reject on a channel (channel.ts receiveSettlement).
  * - While the socket holds more than writeBufferHighWaterBytes unsent, the
  *   connection accepts no deliveries and reads nothing; 'drain' undoes both.
  * - A misbehaving client only ever closes its own connection.
@@ -206,9 +211,16 @@ export class AmqpConnection implements ChannelHost, HeartbeatPeer, ManagedConnec
     this.sendMethod(frame.channel, { name: 'channel.open-ok' });
   }
 
-  /** After we sent connection.close only its answer matters (or the client's own close). */
+  /**
+   * Closing (either side sent connection.close): only its answer matters, the
+   * client's own close, and settlements the client sent before it saw ours.
+   */
   private receiveWhileClosing(frame: Frame): void {
-    if (frame.channel !== 0 || frame.type !== FRAME_TYPE.METHOD) return;
+    if (frame.channel !== 0) {
+      this.channels.get(frame.channel)?.receiveSettlement(frame);
+      return;
+    }
+    if (frame.type !== FRAME_TYPE.METHOD) return;
     const failed = failedMethodOf(frame);
     if (failed?.classId !== CLASS_ID.CONNECTION) return;
     if (failed.methodId === METHOD_ID.CONNECTION.CLOSE) this.sendMethod(0, { name: 'connection.close-ok' });
@@ -270,12 +282,18 @@ export class AmqpConnection implements ChannelHost, HeartbeatPeer, ManagedConnec
     this.logger.debug('AMQP connection open');
   }
 
-  /** The client's connection.close: release everything, answer close-ok, hang up. */
+  /**
+   * The client's connection.close: stop the channels, answer close-ok, hang
+   * up. The channels' unacked deliveries are requeued only when the socket is
+   * gone: amqplib, for one, writes acks queued before close() after the
+   * connection.close frame, up to its FIN.
+   */
   closeByClient(): void {
     this.logger.debug('AMQP connection closed by client');
-    this.releaseChannels();
+    this.stopChannels();
     this.sendMethod(0, { name: 'connection.close-ok' });
     this.stateValue = 'closing';
+    this.updateReading();
     this.endSocket();
   }
 
@@ -347,7 +365,8 @@ export class AmqpConnection implements ChannelHost, HeartbeatPeer, ManagedConnec
 
   private updateReading(): void {
     if (this.socket.destroyed) return;
-    const reading = this.stateValue !== 'authenticating' && !this.congested;
+    // A closing connection delivers nothing more: it reads on, congested or not, to see the settlements and the end.
+    const reading = this.stateValue !== 'authenticating' && (!this.congested || this.stateValue === 'closing');
     if (reading && this.socket.isPaused()) this.socket.resume();
     else if (!reading && !this.socket.isPaused()) this.socket.pause();
   }
@@ -388,7 +407,7 @@ export class AmqpConnection implements ChannelHost, HeartbeatPeer, ManagedConnec
       failedClassId: wire.classId, failedMethodId: wire.methodId,
     });
     this.stateValue = 'closing';
-    this.releaseChannels();
+    this.stopChannels();
     this.updateReading();
     if (hangUp || handshaking) {
       this.endSocket();
@@ -438,6 +457,11 @@ export class AmqpConnection implements ChannelHost, HeartbeatPeer, ManagedConnec
     if (last !== undefined) socket.end(last);
     else socket.end();
     setTimeout(() => socket.destroy(), closeLingerMs).unref();
+  }
+
+  /** Every channel stops delivering and answering; unacked deliveries stay until releaseChannels. */
+  private stopChannels(): void {
+    for (const channel of this.channels.values()) channel.connectionClosing();
   }
 
   /** Every channel gives back its deliveries and consumers; nothing is written. */
