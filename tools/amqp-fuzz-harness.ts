@@ -1,0 +1,154 @@
+/**
+ * The AMQP fuzzer's surroundings, shared by the fuzz test and the fuzz
+ * benchmark: a real broker in this process (segmented log in a temporary
+ * directory, the core, the AMQP listener on a free port), a record of every
+ * warn/error log line and every uncaught exception or unhandled rejection,
+ * and a canary — a well-behaved amqplib client on its own connection that
+ * publishes persistent messages with confirms and consumes them, one round
+ * trip after another, for as long as the fuzzer runs.
+ *
+ * Nothing a fuzz case does may reach the canary, log above info, or throw
+ * out of the broker: `problems()` lists whatever did.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
+import { pino } from 'pino';
+import { Broker } from '../src/core/broker.js';
+import { SegmentedLog } from '../src/log/index.js';
+import { startAmqpServer, type AmqpServer } from '../src/protocols/amqp/server.js';
+
+export interface FuzzBroker {
+  readonly port: number;
+  /** Live AMQP connections, the canary's included. */
+  connections(): number;
+  /** Warn/error log lines, uncaught exceptions and unhandled rejections seen so far. */
+  problems(): readonly string[];
+  close(): Promise<void>;
+}
+
+/** Start a broker whose every warn/error line and every stray exception is kept. */
+export async function startFuzzBroker(): Promise<FuzzBroker> {
+  const problems: string[] = [];
+  const onUncaught = (error: unknown): void => void problems.push(`uncaught exception: ${describe(error)}`);
+  const onUnhandled = (reason: unknown): void => void problems.push(`unhandled rejection: ${describe(reason)}`);
+  process.on('uncaughtException', onUncaught);
+  process.on('unhandledRejection', onUnhandled);
+  const lines = new Writable({
+    write(chunk: Buffer, _encoding, done): void {
+      problems.push(`log: ${chunk.toString().trim()}`);
+      done();
+    },
+  });
+  const logger = pino({ level: 'warn', base: null }, lines);
+  const dir = mkdtempSync(join(tmpdir(), 'cairn-fuzz-amqp-'));
+  const log = await SegmentedLog.open({ dir, logger });
+  const broker = Broker.open({ log, logger });
+  let server: AmqpServer;
+  try {
+    server = await startAmqpServer({ core: broker.amqp, host: '127.0.0.1', port: 0, logger });
+  } catch (error) {
+    await log.close();
+    throw error;
+  }
+  return {
+    port: server.port,
+    connections: () => server.connections(),
+    problems: () => problems,
+    close: async () => {
+      await server.close();
+      await broker.flush();
+      await log.close();
+      rmSync(dir, { recursive: true, force: true });
+      process.off('uncaughtException', onUncaught);
+      process.off('unhandledRejection', onUnhandled);
+    },
+  };
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? (error.stack ?? error.message) : String(error);
+}
+
+/** A round trip that takes longer than this, while fuzz cases run beside it, counts as the canary starving. */
+const roundTripTimeoutMs = 10_000;
+
+/**
+ * The well-behaved client: publish one persistent message to its durable
+ * queue, wait for the confirm and the delivery, ack, repeat until stopped.
+ */
+export class AmqpCanary {
+  roundTrips = 0;
+  slowestRoundTripMs = 0;
+  readonly failures: string[] = [];
+  private stopping = false;
+  private loop: Promise<void> = Promise.resolve();
+  private readonly waiting = new Map<string, () => void>();
+
+  private constructor(
+    private readonly connection: ChannelModel,
+    private readonly channel: ConfirmChannel,
+    private readonly queue: string,
+  ) {}
+
+  static async start(port: number, queue: string): Promise<AmqpCanary> {
+    const connection = await amqp.connect(`amqp://127.0.0.1:${port}`);
+    const channel = await connection.createConfirmChannel();
+    await channel.assertQueue(queue, { durable: true });
+    const canary = new AmqpCanary(connection, channel, queue);
+    connection.on('error', (error: unknown) => canary.failures.push(`canary connection error: ${describe(error)}`));
+    connection.on('close', () => {
+      if (!canary.stopping) canary.failures.push('canary connection closed by the broker');
+    });
+    channel.on('error', (error: unknown) => canary.failures.push(`canary channel error: ${describe(error)}`));
+    await channel.consume(queue, (message) => {
+      if (message === null) return;
+      channel.ack(message);
+      const body = message.content.toString();
+      canary.waiting.get(body)?.();
+      canary.waiting.delete(body);
+    });
+    canary.loop = canary.run();
+    return canary;
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopping && this.failures.length === 0) {
+      try {
+        await this.roundTrip();
+      } catch (error: unknown) {
+        this.failures.push(`canary round trip ${this.roundTrips + 1} failed: ${describe(error)}`);
+      }
+    }
+  }
+
+  /** One message published with confirms and received back; rejects after roundTripTimeoutMs. */
+  async roundTrip(): Promise<void> {
+    const started = performance.now();
+    const body = `canary-${this.roundTrips + 1}-${Math.random()}`;
+    let timer: NodeJS.Timeout | undefined;
+    const delivered = new Promise<void>((resolve, reject) => {
+      this.waiting.set(body, resolve);
+      timer = setTimeout(() => reject(new Error(`no delivery within ${roundTripTimeoutMs} ms`)), roundTripTimeoutMs);
+    });
+    try {
+      this.channel.sendToQueue(this.queue, Buffer.from(body), { persistent: true });
+      await this.channel.waitForConfirms();
+      await delivered;
+    } finally {
+      clearTimeout(timer);
+      this.waiting.delete(body);
+    }
+    this.roundTrips++;
+    this.slowestRoundTripMs = Math.max(this.slowestRoundTripMs, performance.now() - started);
+  }
+
+  /** Stop the loop after its current round trip, then close the connection. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.loop;
+    await this.connection.close();
+  }
+}
