@@ -20,6 +20,8 @@
  *   broker owes connection.close with the reply code the spec (or Cairn's
  *   documented choice, codec/errors.ts) names, then the end of the socket.
  * - A well-formed frame cut short, then the client's half-close.
+ * - Sessions (amqp-fuzz-sessions.ts): well-formed client methods over a few
+ *   shared names on channels 1–3, so that deliveries and settlements happen.
  * - Noise: valid methods of every class with random arguments, content
  *   frames, heartbeats and the known faults, on channels 0–3, optionally
  *   mutated byte by byte (changed, cut, inserted, removed). Anything may
@@ -29,8 +31,10 @@ import fc from 'fast-check';
 import {
   CLASS_ID, encodeContentHeader, encodeFrame, encodeMethodFrame, encodeProperties, FIELD_NESTING_DEPTH_MAX, FRAME_END,
   FRAME_TYPE, METHOD_DEFINITIONS, METHOD_ID, methodDefinitionById, PROTOCOL_HEADER, REPLY_CODE,
-  type AmqpMethodInput, type FieldTable, type FieldValue, type MethodDefinition, type MethodFieldType,
+  type AmqpMethodInput, type MethodDefinition, type MethodFieldType,
 } from '../src/protocols/amqp/codec/index.js';
+import { basicProperties, bytesOf, emptyTable, fieldTable, publicationFrames, rawFrame, shortString, u16, u32 } from './amqp-fuzz-frames.js';
+import { sessionBytes } from './amqp-fuzz-sessions.js';
 
 export type FuzzContext = 'raw' | 'header' | 'open' | 'channel';
 
@@ -56,26 +60,7 @@ export interface FuzzCase {
 /** The frame-max the fuzz client agrees in tune-ok (the spec minimum): oversized frames stay cheap to send. */
 export const fuzzFrameMaxBytes = 4096;
 
-// ───────────────────────────── raw building blocks ─────────────────────────────
-
-const u16 = (value: number): Buffer => {
-  const bytes = Buffer.alloc(2);
-  bytes.writeUInt16BE(value);
-  return bytes;
-};
-const u32 = (value: number): Buffer => {
-  const bytes = Buffer.alloc(4);
-  bytes.writeUInt32BE(value);
-  return bytes;
-};
-const shortString = (bytes: Buffer): Buffer => Buffer.concat([Buffer.from([bytes.length]), bytes]);
-const emptyTable = u32(0);
-const bytesOf = (maxLength: number, minLength = 0): fc.Arbitrary<Buffer> => fc.uint8Array({ minLength, maxLength }).map((array) => Buffer.from(array));
-
-/** A whole frame around any payload, with any frame-end octet. */
-function rawFrame(type: number, channel: number, payload: Buffer, frameEnd = FRAME_END): Buffer {
-  return Buffer.concat([Buffer.from([type]), u16(channel), u32(payload.length), payload, Buffer.from([frameEnd])]);
-}
+// ───────────────────────────── methods carrying a bad value ─────────────────────────────
 
 /** connection.start-ok with raw argument bytes: the channel-0 method every context may carry a bad value in. */
 function startOkPayload(clientProperties: Buffer, mechanism: Buffer): Buffer {
@@ -102,14 +87,6 @@ const publishFrame = (channel: number, routingKey: string): Buffer => encodeMeth
 
 // ───────────────────────────── valid methods with random arguments ─────────────────────────────
 
-const fieldValue: fc.Arbitrary<FieldValue> = fc.oneof(
-  fc.boolean().map((value) => ({ type: 't', value }) as const),
-  fc.integer().map((value) => ({ type: 'I', value }) as const),
-  fc.string({ maxLength: 12 }).map((value) => ({ type: 'S', value }) as const),
-  fc.constant({ type: 'V', value: null } as const),
-);
-const fieldTable: fc.Arbitrary<FieldTable> = fc.dictionary(fc.string({ maxLength: 8 }), fieldValue, { maxKeys: 3 });
-
 function argumentOf(type: MethodFieldType): fc.Arbitrary<unknown> {
   switch (type) {
     case 'octet': return fc.integer({ min: 0, max: 0xff });
@@ -123,7 +100,7 @@ function argumentOf(type: MethodFieldType): fc.Arbitrary<unknown> {
   }
 }
 
-/** Any method Cairn's codec knows, client or server side, with random but well-formed arguments. */
+/** A method with well-formed arguments drawn by `argument`. */
 function methodOf(definition: MethodDefinition): fc.Arbitrary<AmqpMethodInput> {
   const named = definition.fields.filter(([name]) => name !== null) as ReadonlyArray<readonly [string, MethodFieldType]>;
   return fc.tuple(...named.map(([, type]) => argumentOf(type))).map((values) => {
@@ -135,7 +112,7 @@ function methodOf(definition: MethodDefinition): fc.Arbitrary<AmqpMethodInput> {
   });
 }
 
-const anyMethod: fc.Arbitrary<AmqpMethodInput> = fc.constantFrom(...(METHOD_DEFINITIONS as readonly MethodDefinition[])).chain(methodOf);
+const anyMethod: fc.Arbitrary<AmqpMethodInput> = fc.constantFrom(...(METHOD_DEFINITIONS as readonly MethodDefinition[])).chain((definition) => methodOf(definition));
 
 // ───────────────────────────── known faults ─────────────────────────────
 
@@ -278,14 +255,23 @@ function divergesFromHeader(bytes: Buffer): boolean {
 
 // ───────────────────────────── noise ─────────────────────────────
 
+/** basic.publish, its header and its body, to a queue or exchange the noise may have declared (or the bridge's amq.topic). */
+const publication: fc.Arbitrary<Buffer> = fc.tuple(
+  fc.integer({ min: 0, max: 3 }), fc.constantFrom('', 'amq.topic', 'amq.fanout', 'q'), fc.constantFrom('q', 'fuzz', 'a.b'), basicProperties, bytesOf(24),
+).map(([channel, exchange, routingKey, properties, body]) => publicationFrames(channel, exchange, routingKey, properties, body));
+
 const noiseFrame: fc.Arbitrary<Buffer> = fc.oneof(
   { weight: 6, arbitrary: validFrame },
-  { weight: 2, arbitrary: fc.tuple(fc.integer({ min: 0, max: 3 }), bytesOf(24)).map(([channel, body]) => Buffer.concat([publishFrame(channel, 'fuzz'), encodeFrame(FRAME_TYPE.HEADER, channel, contentHeader(body.length)), encodeFrame(FRAME_TYPE.BODY, channel, body)])) },
+  { weight: 2, arbitrary: publication },
   { weight: 1, arbitrary: fc.tuple(fc.integer({ min: 0, max: 3 }), fc.integer({ min: 0, max: 64 })).map(([channel, size]) => encodeFrame(FRAME_TYPE.HEADER, channel, contentHeader(size))) },
   { weight: 1, arbitrary: fc.tuple(fc.integer({ min: 0, max: 3 }), bytesOf(24)).map(([channel, body]) => encodeFrame(FRAME_TYPE.BODY, channel, body)) },
   { weight: 1, arbitrary: fc.constant(heartbeat) },
   { weight: 1, arbitrary: fault.map((chosen) => chosen.bytes) },
 );
+
+function sessionCase(maxSteps: number): fc.Arbitrary<FuzzCase> {
+  return sessionBytes(maxSteps).map(({ bytes, steps }) => ({ context: 'channel', label: `a session of ${steps} steps`, bytes, frameCount: steps, expect: { kind: 'any' } }));
+}
 
 type Mutation = { readonly at: number; readonly kind: 'set' | 'cut' | 'insert' | 'remove'; readonly bytes: Buffer };
 
@@ -317,7 +303,8 @@ function mutate(bytes: Buffer, mutations: readonly Mutation[]): Buffer {
 function noiseCase(maxFrames: number): fc.Arbitrary<FuzzCase> {
   return fc.tuple(
     fc.constantFrom<FuzzContext>('raw', 'header', 'open', 'channel', 'channel'),
-    fc.array(noiseFrame, { minLength: 1, maxLength: maxFrames }),
+    // Lengths spread evenly up to the most (fast-check's default size keeps arrays to a handful).
+    fc.array(noiseFrame, { minLength: 1, maxLength: maxFrames, size: 'max' }),
     fc.array(mutation, { maxLength: 3 }),
   ).map(([context, frames, mutations]) => {
     const joined = Buffer.concat(frames);
@@ -338,17 +325,30 @@ const truncatedCase: fc.Arbitrary<FuzzCase> = fc.tuple(fc.constantFrom<FuzzConte
     };
   });
 
+export interface FuzzMix {
+  /** Most noise frames in one connection (at least 1). */
+  readonly noiseFramesMax: number;
+  /** How often noise comes, against 10 for all the fault, header and truncation cases together. */
+  readonly noiseWeight: number;
+  /** How often a session comes, on the same scale; it has up to noiseFramesMax steps. */
+  readonly sessionWeight: number;
+}
+
+/** The test's mix: many short cases, half of them noise or sessions. */
+export const suiteMix: FuzzMix = { noiseFramesMax: 24, noiseWeight: 5, sessionWeight: 5 };
+
 /**
- * The fuzzer's cases: known faults in each context, bad protocol headers and
- * noise of up to `maxNoiseFrames` frames per connection.
+ * The fuzzer's cases: known faults in each context, bad protocol headers,
+ * truncated frames and noise, in the proportions `mix` gives.
  */
-export function amqpFuzzCase(maxNoiseFrames = 24): fc.Arbitrary<FuzzCase> {
+export function amqpFuzzCase(mix: FuzzMix = suiteMix): fc.Arbitrary<FuzzCase> {
   return fc.oneof(
     { weight: 2, arbitrary: faultCase('header') },
     { weight: 2, arbitrary: faultCase('open') },
     { weight: 4, arbitrary: faultCase('channel') },
     { weight: 1, arbitrary: badProtocolHeader },
     { weight: 1, arbitrary: truncatedCase },
-    { weight: 6, arbitrary: noiseCase(maxNoiseFrames) },
+    { weight: mix.noiseWeight, arbitrary: noiseCase(mix.noiseFramesMax) },
+    { weight: mix.sessionWeight, arbitrary: sessionCase(mix.noiseFramesMax) },
   );
 }
