@@ -8,7 +8,8 @@
  * trip after another, for as long as the fuzzer runs.
  *
  * Nothing a fuzz case does may reach the canary, log above info, or throw
- * out of the broker: `problems()` lists whatever did.
+ * out of the broker: `problems()` lists whatever did. And when it is all
+ * over, the durable queues must hold what the log says they hold.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,6 +27,13 @@ export interface FuzzBroker {
   connections(): number;
   /** Warn/error log lines, uncaught exceptions and unhandled rejections seen so far. */
   problems(): readonly string[];
+  /**
+   * Once every client is gone: where a durable queue's persistent messages
+   * in the runtime differ from those the log says it holds (empty when they
+   * agree). It takes every message out of the queues, so it is the last
+   * thing before close.
+   */
+  durableMismatches(): Promise<string[]>;
   close(): Promise<void>;
 }
 
@@ -57,6 +65,7 @@ export async function startFuzzBroker(): Promise<FuzzBroker> {
     port: server.port,
     connections: () => server.connections(),
     problems: () => problems,
+    durableMismatches: () => durableMismatches(broker),
     close: async () => {
       await server.close();
       await broker.flush();
@@ -66,6 +75,23 @@ export async function startFuzzBroker(): Promise<FuzzBroker> {
       process.off('unhandledRejection', onUnhandled);
     },
   };
+}
+
+async function durableMismatches(broker: Broker): Promise<string[]> {
+  // Acks and deferred publishes are recorded at the end of their tick: let them land.
+  await new Promise((resolve) => setImmediate(resolve));
+  const mismatches: string[] = [];
+  for (const runtime of broker.queues.values()) {
+    if (!runtime.durable) continue;
+    while (broker.amqp.get(runtime.name, { noAck: false, owner: 'fuzz-check' }).delivery !== undefined);
+    const live = [...runtime.unacked.values()].filter((entry) => entry.durable).map((entry) => entry.seq).sort((a, b) => a - b);
+    const logged = [...(broker.state.queues.get(runtime.name)?.pending.keys() ?? [])].sort((a, b) => a - b);
+    if (live.join() !== logged.join()) mismatches.push(`durable queue '${runtime.name}': runtime holds seqs [${live.join(',')}], the log [${logged.join(',')}]`);
+  }
+  for (const name of broker.state.queues.keys()) {
+    if (broker.queues.get(name)?.durable !== true) mismatches.push(`the log holds durable queue '${name}', the runtime does not`);
+  }
+  return mismatches;
 }
 
 function describe(error: unknown): string {
@@ -85,6 +111,7 @@ export class AmqpCanary {
   readonly failures: string[] = [];
   private stopping = false;
   private loop: Promise<void> = Promise.resolve();
+  private stopped: Promise<void> = Promise.resolve();
   private readonly waiting = new Map<string, () => void>();
 
   private constructor(
@@ -145,10 +172,12 @@ export class AmqpCanary {
     this.slowestRoundTripMs = Math.max(this.slowestRoundTripMs, performance.now() - started);
   }
 
-  /** Stop the loop after its current round trip, then close the connection. */
-  async stop(): Promise<void> {
-    this.stopping = true;
-    await this.loop;
-    await this.connection.close();
+  /** Stop the loop after its current round trip, then close the connection; once, however often it is called. */
+  stop(): Promise<void> {
+    if (!this.stopping) {
+      this.stopping = true;
+      this.stopped = this.loop.then(() => this.connection.close());
+    }
+    return this.stopped;
   }
 }

@@ -78,6 +78,8 @@ export async function runAmqpFuzz(options: AmqpFuzzOptions = {}): Promise<AmqpFu
     failure ??= `canary after the run: ${String(error)}`;
   });
   await canary.stop();
+  const mismatches = await broker.durableMismatches();
+  if (mismatches.length > 0) failure ??= `after the run: ${mismatches.join('; ')}`;
   await broker.close();
 
   console.log(`AMQP fuzz: ${cases.toLocaleString('en-US')} cases, ${frames.toLocaleString('en-US')} frames in ${seconds.toFixed(1)} s: ${Math.round(cases / seconds).toLocaleString('en-US')} cases/s, ${Math.round(frames / seconds).toLocaleString('en-US')} frames/s`);

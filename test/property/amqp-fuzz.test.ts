@@ -9,7 +9,9 @@
  *   code it is owed, then the socket ends; noise ends when the client
  *   half-closes; and the broker forgets the connection;
  * - a canary amqplib client on another connection keeps publishing with
- *   confirms and consuming throughout.
+ *   confirms and consuming throughout;
+ * and at the end, each durable queue holds the persistent messages the log
+ * says it holds.
  *
  * The cases are in tools/amqp-fuzz-cases.ts, shared with `npm run bench --
  * fuzz`. Replay a failure with CAIRN_TEST_SEED=<seed> (printed below).
@@ -65,5 +67,7 @@ describe('AMQP fuzzing against a live broker', () => {
     expect(roundTripsDuringFuzz, 'canary round trips while the fuzzer ran').toBeGreaterThan(0);
     expect(canary.failures).toEqual([]);
     expect(broker.problems()).toEqual([]);
+    await canary.stop();
+    expect(await broker.durableMismatches(), 'durable queues against the log').toEqual([]);
   }, fuzzTimeMs + 30_000);
 });
