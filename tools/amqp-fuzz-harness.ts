@@ -20,6 +20,7 @@ import { pino } from 'pino';
 import { Broker } from '../src/core/broker.js';
 import { SegmentedLog } from '../src/log/index.js';
 import { startAmqpServer, type AmqpServer } from '../src/protocols/amqp/server.js';
+import { ProcessErrorWatch } from './process-error-watch.js';
 
 export interface FuzzBroker {
   readonly port: number;
@@ -39,14 +40,11 @@ export interface FuzzBroker {
 
 /** Start a broker whose every warn/error line and every stray exception is kept. */
 export async function startFuzzBroker(): Promise<FuzzBroker> {
-  const problems: string[] = [];
-  const onUncaught = (error: unknown): void => void problems.push(`uncaught exception: ${describe(error)}`);
-  const onUnhandled = (reason: unknown): void => void problems.push(`unhandled rejection: ${describe(reason)}`);
-  process.on('uncaughtException', onUncaught);
-  process.on('unhandledRejection', onUnhandled);
+  const logLines: string[] = [];
+  const processErrors = ProcessErrorWatch.start();
   const lines = new Writable({
     write(chunk: Buffer, _encoding, done): void {
-      problems.push(`log: ${chunk.toString().trim()}`);
+      logLines.push(`log: ${chunk.toString().trim()}`);
       done();
     },
   });
@@ -64,15 +62,15 @@ export async function startFuzzBroker(): Promise<FuzzBroker> {
   return {
     port: server.port,
     connections: () => server.connections(),
-    problems: () => problems,
+    // Thrown errors first: the log line an escaping error may cause comes after it.
+    problems: () => [...processErrors.errors.map((error) => `thrown in the process: ${describe(error)}`), ...logLines],
     durableMismatches: () => durableMismatches(broker),
     close: async () => {
       await server.close();
       await broker.flush();
       await log.close();
       rmSync(dir, { recursive: true, force: true });
-      process.off('uncaughtException', onUncaught);
-      process.off('unhandledRejection', onUnhandled);
+      processErrors.stop();
     },
   };
 }

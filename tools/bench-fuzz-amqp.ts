@@ -5,92 +5,86 @@
  * have been sent, with the canary publishing and consuming beside them.
  * Prints cases/s, frames/s (frames as generated, before mutation, whether or
  * not the broker still read them after closing), the canary's round trips
- * and its slowest one, and, on the first failure, the run seed and the
- * case's own seed: case i is
- * fc.sample(amqpFuzzCase(benchMix), { seed: runSeed + i, numRuns: 1 })[0].
- *
- * CAIRN_FUZZ_SEED picks the run seed, CAIRN_FUZZ_FRAMES the frame count.
- * Cases run `concurrentConnections` at a time, so a warn/error log line is
- * blamed on the cases in flight when it was seen. */
+ * and its slowest one, and each failure with its case's own seed: case i
+ * is fc.sample(amqpFuzzCase(benchMix), { seed: (runSeed + i) % 2^31,
+ * numRuns: 1 })[0], and CAIRN_FUZZ_CASE=amqp:<seed> replays it alone
+ * (bench-fuzz.ts). Cases run `concurrentConnections` at a time, so a
+ * warn/error log line is blamed on the cases in flight when it was seen. */
 import fc from 'fast-check';
 import { amqpFuzzCase, type FuzzCase, type FuzzMix } from './amqp-fuzz-cases.js';
 import { runFuzzCase } from './amqp-fuzz-client.js';
 import { AmqpCanary, startFuzzBroker, type FuzzBroker } from './amqp-fuzz-harness.js';
+import type { FuzzFailure, FuzzReport, FuzzRunOptions } from './bench-fuzz.js';
 
-/** Mostly long noise: a million frames in a few thousand connections, the handshakes no longer the bulk of the work. */
+/** Mostly long noise and sessions: a million frames in a few thousand connections, the handshakes no longer the bulk of the work. */
 const benchMix: FuzzMix = { noiseFramesMax: 400, noiseWeight: 45, sessionWeight: 45 };
 const concurrentConnections = 8;
+/** Stop a run after this many failures: the seeds are what matters, not their count. */
+const failuresMax = 20;
+const arbitrary = amqpFuzzCase(benchMix);
 
-export interface AmqpFuzzOptions {
-  readonly frames?: number;
-  readonly seed?: number;
+function caseFromSeed(caseSeed: number): FuzzCase {
+  return fc.sample(arbitrary, { seed: caseSeed, numRuns: 1 })[0]!;
 }
 
-export interface AmqpFuzzReport {
-  readonly cases: number;
-  readonly frames: number;
-  readonly seconds: number;
-  /** The first failure, with what replays it; undefined when there was none. */
-  readonly failure: string | undefined;
+async function runCase(broker: FuzzBroker, fuzzCase: FuzzCase): Promise<string | undefined> {
+  const result = await runFuzzCase(broker.port, fuzzCase).catch((error: unknown) => ({ violation: `the client failed: ${String(error)}`, closeCodes: [] }));
+  return result.violation;
 }
 
-interface InFlight {
-  readonly index: number;
-  readonly fuzzCase: FuzzCase;
-}
-
-export async function runAmqpFuzz(options: AmqpFuzzOptions = {}): Promise<AmqpFuzzReport> {
-  const frameTarget = options.frames ?? numberFromEnvironment('CAIRN_FUZZ_FRAMES') ?? 1_000_000;
-  const runSeed = options.seed ?? numberFromEnvironment('CAIRN_FUZZ_SEED') ?? Math.floor(Math.random() * 2 ** 31);
-  console.log(`AMQP fuzz: ${frameTarget.toLocaleString('en-US')} frames, ${concurrentConnections} connections at a time, seed ${runSeed} (CAIRN_FUZZ_SEED=${runSeed} replays the run)`);
+export async function runAmqpFuzz(options: FuzzRunOptions): Promise<FuzzReport> {
   const broker = await startFuzzBroker();
   const canary = await AmqpCanary.start(broker.port, 'fuzz.canary');
-  const arbitrary = amqpFuzzCase(benchMix);
   const baseline = broker.connections();
-  const inFlight = new Set<InFlight>();
+  const failures: FuzzFailure[] = [];
+  const inFlight = new Set<number>();
   let nextIndex = 0;
-  let cases = 0;
+  let connections = 0;
   let frames = 0;
-  let failure: string | undefined;
   const started = performance.now();
-
-  const describeCase = ({ index, fuzzCase }: InFlight): string => `case ${index} (seed ${caseSeed(runSeed, index)}): ${fuzzCase.context}: ${fuzzCase.label}`;
   const worker = async (): Promise<void> => {
-    while (failure === undefined && frames < frameTarget) {
-      const index = nextIndex++;
-      const entry: InFlight = { index, fuzzCase: fc.sample(arbitrary, { seed: caseSeed(runSeed, index), numRuns: 1 })[0]! };
-      frames += entry.fuzzCase.frameCount;
-      inFlight.add(entry);
+    while (failures.length < failuresMax && frames < options.framesTarget) {
+      const caseSeed = (options.runSeed + nextIndex++) % 2 ** 31;
+      const fuzzCase = caseFromSeed(caseSeed);
+      frames += fuzzCase.frameCount;
+      inFlight.add(caseSeed);
       const problemsBefore = broker.problems().length;
-      const result = await runFuzzCase(broker.port, entry.fuzzCase).catch((error: unknown) => ({ violation: `the client failed: ${String(error)}`, closeCodes: [] }));
+      const violation = await runCase(broker, fuzzCase);
       const problems = broker.problems().slice(problemsBefore);
-      if (problems.length > 0) failure ??= `${problems.join('\n')}\n  while in flight: ${[...inFlight].map(describeCase).join('; ')}`;
-      if (result.violation !== undefined) failure ??= `${describeCase(entry)}: ${result.violation}`;
-      if (canary.failures.length > 0) failure ??= `canary: ${canary.failures.join('; ')} (after ${describeCase(entry)})`;
-      inFlight.delete(entry);
-      cases++;
+      if (problems.length > 0) failures.push({ caseSeeds: [...inFlight], problem: problems.join('\n') });
+      if (violation !== undefined) failures.push({ caseSeeds: [caseSeed], problem: `${fuzzCase.context}: ${fuzzCase.label}: ${violation}` });
+      if (canary.failures.length > 0 && !failures.some((failure) => failure.problem.startsWith('canary'))) failures.push({ caseSeeds: [...inFlight], problem: `canary: ${canary.failures.join('; ')}` });
+      inFlight.delete(caseSeed);
+      connections++;
     }
   };
-  await Promise.all(Array.from({ length: concurrentConnections }, worker));
-  const seconds = (performance.now() - started) / 1000;
-  failure ??= await connectionsForgotten(broker, baseline);
-  await canary.roundTrip().catch((error: unknown) => {
-    failure ??= `canary after the run: ${String(error)}`;
-  });
-  await canary.stop();
-  const mismatches = await broker.durableMismatches();
-  if (mismatches.length > 0) failure ??= `after the run: ${mismatches.join('; ')}`;
-  await broker.close();
-
-  console.log(`AMQP fuzz: ${cases.toLocaleString('en-US')} cases, ${frames.toLocaleString('en-US')} frames in ${seconds.toFixed(1)} s: ${Math.round(cases / seconds).toLocaleString('en-US')} cases/s, ${Math.round(frames / seconds).toLocaleString('en-US')} frames/s`);
-  console.log(`AMQP fuzz canary: ${canary.roundTrips.toLocaleString('en-US')} publish→confirm→deliver round trips, slowest ${canary.slowestRoundTripMs.toFixed(1)} ms`);
-  console.log(failure === undefined ? 'AMQP fuzz: no failure' : `AMQP fuzz FAILED (run seed ${runSeed}): ${failure}`);
-  if (failure !== undefined) process.exitCode = 1;
-  return { cases, frames, seconds, failure };
+  try {
+    await Promise.all(Array.from({ length: concurrentConnections }, worker));
+    const seconds = (performance.now() - started) / 1000;
+    const forgotten = await connectionsForgotten(broker, baseline);
+    if (forgotten !== undefined) failures.push({ caseSeeds: [], problem: forgotten });
+    await canary.roundTrip().catch((error: unknown) => failures.push({ caseSeeds: [], problem: `canary after the run: ${String(error)}` }));
+    await canary.stop();
+    for (const mismatch of await broker.durableMismatches()) failures.push({ caseSeeds: [], problem: `after the run: ${mismatch}` });
+    console.log(`amqp: canary slowest publish→confirm→deliver round trip ${canary.slowestRoundTripMs.toFixed(1)} ms`);
+    return { protocol: 'amqp', runSeed: options.runSeed, frames, connections, seconds, canaryRoundTrips: canary.roundTrips, failures };
+  } finally {
+    await canary.stop();
+    await broker.close();
+  }
 }
 
-function caseSeed(runSeed: number, index: number): number {
-  return (runSeed + index) | 0;
+/** Send one AMQP case (from its seed) and say what it was and what happened. */
+export async function replayAmqpCase(caseSeed: number): Promise<void> {
+  const broker = await startFuzzBroker();
+  try {
+    const fuzzCase = caseFromSeed(caseSeed);
+    console.log(`case ${caseSeed}: ${fuzzCase.context}: ${fuzzCase.label}, expects ${JSON.stringify(fuzzCase.expect)}, bytes: ${fuzzCase.bytes.toString('hex')}`);
+    const violation = await runCase(broker, fuzzCase);
+    console.log(`outcome: ${violation ?? 'as owed'}; problems: ${broker.problems().join('\n') || 'none'}`);
+  } finally {
+    await broker.close();
+  }
 }
 
 async function connectionsForgotten(broker: FuzzBroker, baseline: number): Promise<string | undefined> {
@@ -100,12 +94,4 @@ async function connectionsForgotten(broker: FuzzBroker, baseline: number): Promi
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   return undefined;
-}
-
-function numberFromEnvironment(name: string): number | undefined {
-  const value = process.env[name];
-  if (value === undefined || value === '') return undefined;
-  const parsed = Number(value);
-  if (!Number.isSafeInteger(parsed) || parsed < 0) throw new Error(`${name} must be a non-negative integer, got '${value}'`);
-  return parsed;
 }

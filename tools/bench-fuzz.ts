@@ -2,7 +2,8 @@
  * `npm run bench -- fuzz`: the fuzz test's generators at volume. For each
  * protocol, a whole Cairn runs in this process and fuzzCasesInFlight
  * connections at a time send generated cases (for MQTT: tools/mqtt-fuzz-frames.ts,
- * the same arbitraries as test/property/mqtt-fuzz.test.ts) until about
+ * the same arbitraries as test/property/mqtt-fuzz.test.ts; for AMQP:
+ * tools/bench-fuzz-amqp.ts, its own module) until about
  * CAIRN_FUZZ_FRAMES frames (default 1,000,000) have been sent, while a canary
  * client keeps publishing and receiving. It prints frames/s and connections/s,
  * and for any failure (something thrown in the process, a connection the
@@ -19,6 +20,7 @@
  * adds its own beside them, returning the same FuzzReport, and registers
  * them in `protocols` below.
  */
+import { replayAmqpCase, runAmqpFuzz } from './bench-fuzz-amqp.js';
 import { sendFuzzCase, type FuzzCaseOutcome } from './fuzz-socket.js';
 import { InProcessCairn } from './in-process-cairn.js';
 import { MqttCanary } from './mqtt-canary.js';
@@ -141,7 +143,10 @@ interface FuzzProtocol {
   readonly replay: (caseSeed: number) => Promise<void>;
 }
 
-const protocols: readonly FuzzProtocol[] = [{ name: 'mqtt', run: runMqttFuzz, replay: replayMqttCase }];
+const protocols: readonly FuzzProtocol[] = [
+  { name: 'mqtt', run: runMqttFuzz, replay: replayMqttCase },
+  { name: 'amqp', run: runAmqpFuzz, replay: replayAmqpCase },
+];
 
 export async function benchFuzz(): Promise<void> {
   const replay = process.env['CAIRN_FUZZ_CASE'];
