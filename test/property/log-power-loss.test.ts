@@ -23,7 +23,7 @@ import { lazySyncDelayMs } from '../../src/log/group-commit.js';
 import { CorruptRecordError, openLogReader, SegmentedLog, type AppendRecord, type LogOptions } from '../../src/log/index.js';
 import { silentLogger } from '../../src/logger.js';
 import { announceSeed, seededRandom, testSeed } from '../support/kit.js';
-import { causedBySimulatedFailure, SimulatedStorage, type InjectedFault, type PowerLossModel } from '../support/simulated-storage.js';
+import { causedBySimulatedFailure, expectSameCalls, SimulatedStorage, type InjectedFault, type PowerLossModel } from '../support/simulated-storage.js';
 
 const dir = '/var/cairn/data';
 const logger = silentLogger();
@@ -236,6 +236,7 @@ async function runCase(seed: number, tally: Tally): Promise<void> {
     const live = disk.clone({ seed: lifeSeed, faults, crashAfterCalls });
     await generation(live, ledger, s, seededRandom(lifeSeed));
     vi.clearAllTimers();
+    expectSameCalls(dry, live);
     disk = live.powerLoss({ seed: lifeSeed });
     tally.crashes += 1;
     const image = disk;

@@ -139,6 +139,8 @@ export function causedBySimulatedFailure(error: unknown): boolean {
 export class SimulatedStorage implements LogFileSystem {
   /** Calls made so far (each counts once, when it is issued). */
   calls = 0;
+  /** The name of each call made, in order: two runs of one seed must make the same ones. */
+  readonly trace: string[] = [];
   private root: SimDirectory;
   private poweredOff = false;
   private crashAfterCalls: number | undefined;
@@ -160,6 +162,11 @@ export class SimulatedStorage implements LogFileSystem {
     this.completionOrder = seededRandom(options.seed);
     this.crashChoices = seededRandom(options.seed ^ 0x5eed5);
     this.root = root ?? new SimDirectory();
+  }
+
+  /** Where the power goes off: after this many calls (undefined: never). */
+  get crashPoint(): number | undefined {
+    return this.crashAfterCalls;
   }
 
   /** True once the power went off (a crash point was reached or powerLoss() was called). */
@@ -329,9 +336,10 @@ export class SimulatedStorage implements LogFileSystem {
   // ---- calls, completion and the power ---------------------------------------------------
 
   /** Counts a call; false when the power is (or just went) off. */
-  private enter(): boolean {
+  private enter(name: string): boolean {
     if (this.poweredOff) return false;
     this.calls += 1;
+    this.trace.push(name);
     if (this.crashAfterCalls !== undefined && this.calls > this.crashAfterCalls) {
       this.powerOff();
       return false;
@@ -344,7 +352,7 @@ export class SimulatedStorage implements LogFileSystem {
   }
 
   private now<T>(name: string, effect: () => T): T {
-    if (!this.enter()) throw powerLostError(name);
+    if (!this.enter(name)) throw powerLostError(name);
     return effect();
   }
 
@@ -353,7 +361,7 @@ export class SimulatedStorage implements LogFileSystem {
   }
 
   private submit(name: string, effect: () => unknown, done: InFlight['done']): void {
-    const powered = this.enter();
+    const powered = this.enter(name);
     this.inFlight.push({ name, effect: powered ? effect : () => { throw powerLostError(name); }, done });
     if (!this.completionScheduled) {
       this.completionScheduled = true;
@@ -595,6 +603,14 @@ export class SimulatedStorage implements LogFileSystem {
     let keep = Math.floor(this.crashChoices() * write.bytes.length);
     if (r < 0.6) keep -= (write.position + keep) % sectorBytes;
     return { ...write, bytes: write.bytes.subarray(0, Math.max(0, keep)) };
+  }
+}
+
+/** The dry run and the run that loses the power must make the same calls up to the crash: the seed decides everything. */
+export function expectSameCalls(dry: SimulatedStorage, live: SimulatedStorage): void {
+  const made = live.trace.length;
+  if (made < Math.min(dry.calls, live.crashPoint ?? Infinity) || live.trace.some((name, i) => name !== dry.trace[i])) {
+    throw new Error(`not deterministic: the dry run made ${dry.calls} calls, this run ${made}, first difference at call ${live.trace.findIndex((name, i) => name !== dry.trace[i]) + 1}`);
   }
 }
 
