@@ -15,7 +15,7 @@
  * A case is one seed; CAIRN_TEST_SEED=<seed> runs the failing one first.
  */
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Broker } from '../../src/core/broker.js';
 import { CorruptRecordError, SegmentedLog } from '../../src/log/index.js';
 import { silentLogger } from '../../src/logger.js';
@@ -23,8 +23,9 @@ import { apply } from '../../src/projections/apply.js';
 import { encodeState, type EncodedState } from '../../src/projections/snapshot-codec.js';
 import { initialState } from '../../src/projections/state.js';
 import { brokerCommand, BrokerHarness, ingestRoutes } from '../support/broker-harness.js';
-import { announceSeed, seededRandom, testSeed } from '../support/kit.js';
-import { causedBySimulatedFailure, expectSameCalls, SimulatedStorage, type PowerLossModel } from '../support/simulated-storage.js';
+import { seededRandom } from '../support/kit.js';
+import { fakeTimersForPowerLoss, lifeUntilPowerLoss, runSeededCases } from '../support/power-loss-runs.js';
+import { causedBySimulatedFailure, SimulatedStorage, type PowerLossModel } from '../support/simulated-storage.js';
 
 const dir = '/var/lib/cairn';
 const logger = silentLogger();
@@ -131,20 +132,14 @@ async function runCase(seed: number, tally: Tally): Promise<void> {
   for (let l = 0; l < s.lives; l++) {
     const lifeSeed = (seed + l * 7919) >>> 0;
     const commands = fc.sample(brokerCommand, { seed: lifeSeed, numRuns: s.commandsPerLife });
-    // A dry run on a copy counts the calls this life makes; the power goes off after a random one of them.
-    const dry = disk.clone({ seed: lifeSeed });
-    await life(dry, s, commands, new Map(states));
-    vi.clearAllTimers();
-    const crashAfterCalls = Math.floor(random() * (dry.calls + 1));
-    const live = disk.clone({ seed: lifeSeed, crashAfterCalls });
-    tally.commands += await life(live, s, commands, states);
-    vi.clearAllTimers();
-    expectSameCalls(dry, live);
-    disk = live.powerLoss({ seed: lifeSeed });
+    const loss = await lifeUntilPowerLoss(disk, lifeSeed, [], (calls) => Math.floor(random() * (calls + 1)), async (onDisk, dry) => {
+      const completed = await life(onDisk, s, commands, dry ? new Map(states) : states);
+      if (!dry) tally.commands += completed;
+    });
+    disk = loss.image;
     tally.powerLosses += 1;
-    const image = disk;
-    const lastLsn = await check(image, s, states).catch((error: unknown) => {
-      throw new Error(`after power loss ${l + 1} (after call ${crashAfterCalls} of ${dry.calls})`, { cause: error });
+    const lastLsn = await check(loss.image, s, states).catch((error: unknown) => {
+      throw new Error(`after power loss ${l + 1} (after call ${loss.crashAfterCalls} of ${loss.calls})`, { cause: error });
     });
     if (lastLsn === undefined) {
       tally.refusals += 1;
@@ -158,28 +153,11 @@ async function runCase(seed: number, tally: Tally): Promise<void> {
 }
 
 describe('power loss under the broker, simulated', () => {
-  beforeAll(() => {
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
-  });
-  afterAll(() => {
-    vi.useRealTimers();
-  });
+  fakeTimersForPowerLoss();
 
   it('after any power loss, replay gives the live state at every acknowledged point, and a restart agrees', async () => {
-    announceSeed('broker power loss');
     const tally: Tally = { cases: 0, powerLosses: 0, refusals: 0, commands: 0, states: 0 };
-    const started = performance.now();
-    for (let i = 0; i < caseCountMax && performance.now() - started < timeBudgetMs; i++) {
-      const seed = (testSeed + i) >>> 0;
-      try {
-        await runCase(seed, tally);
-      } catch (error) {
-        console.log(`broker power loss: case failed; CAIRN_TEST_SEED=${seed} replays it first (${JSON.stringify(scenario(seed))})`);
-        throw error;
-      } finally {
-        vi.clearAllTimers();
-      }
-    }
+    await runSeededCases('broker power loss', { casesMax: caseCountMax, milliseconds: timeBudgetMs }, (seed) => runCase(seed, tally), scenario);
     console.log(`broker power loss: ${tally.cases} cases, ${tally.powerLosses} power losses, ${tally.refusals} documented refusals, ${tally.commands} commands completed, ${tally.states} acknowledged states compared`);
     expect(tally.cases).toBeGreaterThan(5);
   });

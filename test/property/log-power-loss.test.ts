@@ -18,12 +18,13 @@
  * A case is one seed; CAIRN_TEST_SEED=<seed> runs the failing one first.
  */
 import { Encoder } from '@msgpack/msgpack';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { lazySyncDelayMs } from '../../src/log/group-commit.js';
 import { CorruptRecordError, openLogReader, SegmentedLog, type AppendRecord, type LogOptions } from '../../src/log/index.js';
 import { silentLogger } from '../../src/logger.js';
-import { announceSeed, seededRandom, testSeed } from '../support/kit.js';
-import { causedBySimulatedFailure, expectSameCalls, SimulatedStorage, type InjectedFault, type PowerLossModel } from '../support/simulated-storage.js';
+import { seededRandom } from '../support/kit.js';
+import { fakeTimersForPowerLoss, lifeUntilPowerLoss, runSeededCases } from '../support/power-loss-runs.js';
+import { causedBySimulatedFailure, SimulatedStorage, type InjectedFault, type PowerLossModel } from '../support/simulated-storage.js';
 
 const dir = '/var/cairn/data';
 const logger = silentLogger();
@@ -228,20 +229,12 @@ async function runCase(seed: number, tally: Tally): Promise<void> {
   for (let g = 0; g < s.generations; g++) {
     const lifeSeed = (seed + g * 7919) >>> 0;
     const faults = g === 0 ? s.faults : [];
-    // A dry run on a copy counts the calls this life makes; the power goes off after a random one of them.
-    const dry = disk.clone({ seed: lifeSeed, faults });
-    await generation(dry, copyLedger(ledger), s, seededRandom(lifeSeed));
-    vi.clearAllTimers();
-    const crashAfterCalls = Math.floor(random() * (dry.calls + 1));
-    const live = disk.clone({ seed: lifeSeed, faults, crashAfterCalls });
-    await generation(live, ledger, s, seededRandom(lifeSeed));
-    vi.clearAllTimers();
-    expectSameCalls(dry, live);
-    disk = live.powerLoss({ seed: lifeSeed });
+    const loss = await lifeUntilPowerLoss(disk, lifeSeed, faults, (calls) => Math.floor(random() * (calls + 1)), (onDisk, dry) =>
+      generation(onDisk, dry ? copyLedger(ledger) : ledger, s, seededRandom(lifeSeed)));
+    disk = loss.image;
     tally.crashes += 1;
-    const image = disk;
-    const outcome = await check(image, ledger, s).catch((error: unknown) => {
-      throw new Error(`after power loss ${g + 1} (after call ${crashAfterCalls} of ${dry.calls}), the disk holds: ${describeDisk(image)}`, { cause: error });
+    const outcome = await check(loss.image, ledger, s).catch((error: unknown) => {
+      throw new Error(`after power loss ${g + 1} (after call ${loss.crashAfterCalls} of ${loss.calls}), the disk holds: ${describeDisk(loss.image)}`, { cause: error });
     });
     if (!outcome.opened) {
       tally.refusals += 1;
@@ -259,28 +252,11 @@ function copyLedger(ledger: Ledger): Ledger {
 }
 
 describe('power loss, simulated', () => {
-  beforeAll(() => {
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
-  });
-  afterAll(() => {
-    vi.useRealTimers();
-  });
+  fakeTimersForPowerLoss();
 
   it('after any power loss the log opens with every acknowledged record, byte for byte', async () => {
-    announceSeed('log power loss');
     const tally: Tally = { cases: 0, crashes: 0, refusals: 0, acked: 0 };
-    const started = performance.now();
-    for (let i = 0; i < caseCountMax && performance.now() - started < timeBudgetMs; i++) {
-      const seed = (testSeed + i) >>> 0;
-      try {
-        await runCase(seed, tally);
-      } catch (error) {
-        console.log(`log power loss: case failed; CAIRN_TEST_SEED=${seed} replays it first (${JSON.stringify(scenario(seed), (k, v: unknown) => (k === 'clock' || k === 'logger' ? undefined : v))})`);
-        throw error;
-      } finally {
-        vi.clearAllTimers();
-      }
-    }
+    await runSeededCases('log power loss', { casesMax: caseCountMax, milliseconds: timeBudgetMs }, (seed) => runCase(seed, tally), scenario);
     console.log(`log power loss: ${tally.cases} cases, ${tally.crashes} power losses, ${tally.refusals} documented refusals, ${tally.acked} acknowledged records checked`);
     expect(tally.cases).toBeGreaterThan(10);
   });
