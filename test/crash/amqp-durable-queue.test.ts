@@ -9,6 +9,7 @@
  */
 import amqp, { type ChannelModel } from 'amqplib';
 import { afterEach, describe, expect, it } from 'vitest';
+import { logPosition, untilDurable } from '../support/broker-log-position.js';
 import { startBroker, tempDataDir, type BrokerProcess } from '../support/broker-process.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -17,7 +18,7 @@ afterEach(async () => {
 });
 
 async function broker(dir: string): Promise<BrokerProcess> {
-  const running = await startBroker(dir, ['--mqtt-port', 'off', '--http-port', 'off']);
+  const running = await startBroker(dir, ['--mqtt-port', 'off']);
   cleanups.push(() => running.kill());
   return running;
 }
@@ -29,8 +30,6 @@ async function connect(port: number): Promise<ChannelModel> {
   cleanups.push(() => connection.close().catch(() => undefined));
   return connection;
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('AMQP across kill -9', () => {
   it('persistent messages in a durable queue survive with their properties; transient ones and transient queues do not; acked ones stay gone', async () => {
@@ -51,8 +50,10 @@ describe('AMQP across kill -9', () => {
     const first = await channel.get('invoices');
     if (first === false) throw new Error('invoices is empty');
     expect(first.content.toString()).toBe('invoice-1');
+    const beforeAck = (await logPosition(running)).nextLsn - 1;
     channel.ack(first);
-    await sleep(300); // the ack record is written without a waiter: give it its fsync
+    // The ack record is written without a waiter: kill once it is appended and durable.
+    await untilDurable(running, 'the ack of invoice-1', beforeAck);
 
     await running.kill();
     running = await broker(data.dir);

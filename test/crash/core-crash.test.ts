@@ -16,6 +16,7 @@ import { apply } from '../../src/projections/apply.js';
 import { encodeState } from '../../src/projections/snapshot-codec.js';
 import { initialState } from '../../src/projections/state.js';
 import { tempDataDir } from '../support/broker-process.js';
+import { announceSeed, seededRandom } from '../support/kit.js';
 
 const fixture = resolve(import.meta.dirname, 'fixtures/core-workload.mjs');
 
@@ -41,10 +42,7 @@ function runUntilKilled(dir: string, start: number, killAfterMs: number): Promis
 
 describe('core under SIGKILL', () => {
   it('recovers exactly the durable prefix; confirmed messages survive, durably acked ones never return', async () => {
-    const seed = Number(process.env['CAIRN_SEED'] ?? Date.now() % 100_000);
-    console.log(`core crash seed ${seed} (CAIRN_SEED=${seed} to replay)`);
-    let rng = seed;
-    const random = (): number => ((rng = (rng * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const random = seededRandom(announceSeed('core crash'));
     const data = tempDataDir('cairn-core-crash-');
     const confirmed = new Set<number>();
     const acked = new Set<number>();

@@ -11,6 +11,7 @@ import { resolve } from 'node:path';
 import mqtt from 'mqtt';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startBroker, tempDataDir } from '../support/broker-process.js';
+import { announceSeed } from '../support/kit.js';
 
 const cli = resolve(import.meta.dirname, '../../dist/src/cli.js');
 const cleanups: Array<() => Promise<unknown> | void> = [];
@@ -33,11 +34,11 @@ async function connect(port: number, clientId: string, clean: boolean): Promise<
 
 describe('inspect after kill -9', () => {
   it('verify is never "damaged"; trace explains every PUBACKed message', async () => {
-    const seed = Number(process.env['CAIRN_SEED'] ?? Date.now() % 100_000);
-    console.log(`inspect crash seed ${seed} (CAIRN_SEED=${seed} to replay)`);
+    const seed = announceSeed('inspect crash') % 100_000;
     const data = tempDataDir('cairn-inspect-crash-');
     cleanups.push(() => data.remove());
-    const running = await startBroker(data.dir, ['--amqp-port', 'off', '--http-port', 'off']);
+    // Snapshots every few hundred records: inspect must explain a directory that holds them too.
+    const running = await startBroker(data.dir, ['--amqp-port', 'off', '--http-port', 'off', '--snapshot-every', '200']);
     cleanups.push(() => (running.child.exitCode === null ? running.kill() : undefined));
 
     const offline = await connect(running.mqttPort, 'forensic-sub', false);

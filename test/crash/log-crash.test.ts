@@ -19,6 +19,7 @@ import { join, resolve } from 'node:path';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { SegmentedLog } from '../../src/log/index.js';
+import { announceSeed, seededRandom } from '../support/kit.js';
 
 const fixture = resolve(import.meta.dirname, 'fixtures/log-appender.mjs');
 const compiledLog = resolve(import.meta.dirname, '../../dist/src/log/index.js');
@@ -96,12 +97,10 @@ async function checkRecovered(dir: string, acked: ReadonlyMap<number, Ack>, newe
 }
 
 describe('segmented log under SIGKILL', () => {
-  it(`keeps every acknowledged record, byte for byte, across ${kills} kills at random moments`, async () => {
+  it(`keeps every acknowledged record, byte for byte, across ${kills} kills at random moments`, { timeout: 120_000 }, async () => {
     if (!fs.existsSync(compiledLog)) throw new Error(`${compiledLog} is missing: run \`npx tsc -p tsconfig.json\` (npm test does) before the crash tests`);
-    const seed = Number(process.env['CAIRN_SEED'] ?? Date.now() % 1_000_000);
-    console.log(`log crash seed ${seed} (CAIRN_SEED=${seed} to replay)`);
-    let state = seed;
-    const random = (): number => (state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const seed = announceSeed('log crash');
+    const random = seededRandom(seed);
     const dir = fs.mkdtempSync(join(os.tmpdir(), 'cairn-log-crash-'));
     const acked = new Map<number, Ack>();
     let newestSnapshot: { lsn: number; hash: string } | undefined;

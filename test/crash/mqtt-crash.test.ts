@@ -1,11 +1,17 @@
 /**
  * MQTT durability proven by SIGKILL: the broker runs as a child process
  * (`cairn serve`), is killed with kill -9 at chosen and random points, and
- * restarted on the same data directory.
+ * restarted on the same data directory. Before a chosen kill the test waits
+ * on facts from the broker's HTTP API (the log durable up to the records it
+ * caused, a session owing nothing), never on a fixed sleep. Snapshots are
+ * taken every few records, so restarts recover from a snapshot plus the tail.
+ * The randomized test prints its seed; CAIRN_TEST_SEED=<seed> replays it.
  */
 import mqtt, { type MqttClient } from 'mqtt';
 import { afterEach, describe, expect, it } from 'vitest';
+import { logPosition, untilDurable, untilSessionSettled } from '../support/broker-log-position.js';
 import { startBroker, tempDataDir, type BrokerProcess } from '../support/broker-process.js';
+import { announceSeed, seededRandom, until } from '../support/kit.js';
 import { RawMqttClient } from '../support/raw-mqtt.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -13,8 +19,11 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
+/** Small enough that the randomized test's restarts load a snapshot and replay the tail after it. */
+const snapshotEveryRecords = 40;
+
 async function broker(dir: string): Promise<BrokerProcess> {
-  const running = await startBroker(dir, ['--amqp-port', 'off', '--http-port', 'off']);
+  const running = await startBroker(dir, ['--amqp-port', 'off', '--snapshot-every', String(snapshotEveryRecords)]);
   cleanups.push(() => (running.child.exitCode === null ? running.kill() : undefined));
   return running;
 }
@@ -33,9 +42,8 @@ async function client(port: number, clientId: string, clean: boolean, received?:
   return { client: c, sessionPresent: connack.sessionPresent };
 }
 
-async function collected(got: Received, count: number, timeoutMs = 5000): Promise<Received> {
-  const deadline = Date.now() + timeoutMs;
-  while (got.length < count && Date.now() < deadline) await sleep(20);
+async function collected(got: Received, count: number): Promise<Received> {
+  await until(() => got.length >= count, `${count} messages`).catch(() => undefined);
   return got;
 }
 
@@ -74,14 +82,16 @@ describe('MQTT across kill -9', () => {
     expect(await collected(retained, 1)).toEqual([{ topic: 'plant/status', payload: 'online', retain: true }]);
 
     await back.client.endAsync();
-    await sleep(300); // the PUBACKs' ack records are written without waiting: give them their fsync
+    // The PUBACKs' ack records are written without a waiter: kill once they are applied and durable.
+    await untilSessionSettled(running, 'cold-room-worker', { connected: false });
+    await untilDurable(running, 'the acks of the three alarms');
     await running.kill();
     running = await broker(data.dir);
     expect(running.output.join('\n')).toContain('recovered 1 sessions, 0 pending messages');
     const late: Received = [];
     const again = await client(running.mqttPort, 'cold-room-worker', false, late);
     expect(again.sessionPresent).toBe(true);
-    await sleep(400);
+    await untilSessionSettled(running, 'cold-room-worker', { connected: true });
     expect(late).toEqual([]);
   });
 
@@ -114,26 +124,25 @@ describe('MQTT across kill -9', () => {
     expect((await again.connect('billing', false)) as unknown).toMatchObject({ sessionPresent: true });
     const pubrel = (await again.waitFor((p) => p.cmd === 'pubrel')) as unknown as { messageId: number };
     expect(pubrel.messageId).toBe(publish.messageId);
+    const beforePubcomp = (await logPosition(running)).nextLsn - 1;
     again.send({ cmd: 'pubcomp', messageId: publish.messageId });
-    await sleep(300);
+    // The PUBCOMP's record (the PUBREL no longer owed) is appended and durable: now kill.
+    await untilDurable(running, 'the PUBCOMP', beforePubcomp);
+    await untilSessionSettled(running, 'billing');
     expect(again.received.filter((p) => p.cmd === 'publish')).toEqual([]);
     again.close();
-    await sleep(100);
 
     await running.kill();
     running = await broker(data.dir);
     const third = await RawMqttClient.open(running.mqttPort);
     cleanups.push(() => third.close());
     await third.connect('billing', false);
-    await sleep(300);
+    await untilSessionSettled(running, 'billing', { connected: true });
     expect(third.received.map((p) => p.cmd)).toEqual(['connack']);
   });
 
   it('randomized: publishers and persistent subscribers under load, random SIGKILLs; every PUBACKed message reaches every persistent subscriber', { timeout: 120_000 }, async () => {
-    const seed = Number(process.env['CAIRN_SEED'] ?? Date.now() % 100_000);
-    console.log(`mqtt crash seed ${seed} (CAIRN_SEED=${seed} to replay)`);
-    let rng = seed;
-    const random = (): number => ((rng = (rng * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const random = seededRandom(announceSeed('mqtt crash'));
     const data = tempDataDir();
     cleanups.push(() => data.remove());
     let running = await broker(data.dir);
@@ -147,6 +156,7 @@ describe('MQTT across kill -9', () => {
     }
     const acked = new Set<string>();
     const received = new Map<string, Received>(subscribers.map((id) => [id, []]));
+    const snapshotsLoaded: number[] = [];
     for (let round = 0; round < 4; round++) {
       const live = await Promise.all(subscribers.filter(() => random() < 0.5).map((id) => client(running.mqttPort, id, false, received.get(id)!)));
       const publisher = await client(running.mqttPort, `p${round}`, true);
@@ -170,14 +180,16 @@ describe('MQTT across kill -9', () => {
       await Promise.race([publishing.catch(() => undefined), sleep(1000)]);
       for (const s of live) s.client.end(true);
       running = await broker(data.dir);
+      snapshotsLoaded.push((await logPosition(running)).recovery?.snapshotLsn ?? 0);
     }
+    console.log(`mqtt crash: restarts loaded snapshots at LSNs ${snapshotsLoaded.join(', ')} and replayed the tail`);
+    expect(snapshotsLoaded.some((lsn) => lsn > 0), 'some restart recovered from a snapshot plus the tail').toBe(true);
     // Drain: every subscriber reconnects and receives what it is owed.
     for (const id of subscribers) {
       const got = received.get(id)!;
       const s = await client(running.mqttPort, id, false, got);
       const seen = (): Set<string> => new Set(got.map((m) => m.payload));
-      const deadline = Date.now() + 15_000;
-      while ([...acked].some((p) => !seen().has(p)) && Date.now() < deadline) await sleep(100);
+      await until(() => [...acked].every((p) => seen().has(p)), `${id} has every PUBACKed message`, 15_000).catch(() => undefined);
       const missing = [...acked].filter((p) => !seen().has(p));
       expect(missing, `${id} is missing PUBACKed messages`).toEqual([]);
       await s.client.endAsync();
