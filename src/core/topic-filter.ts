@@ -105,3 +105,31 @@ function validateMqttString(value: string, what: string): string | undefined {
 
 /** In a `u` regular expression, \p{Cs} only matches surrogates that are not paired. */
 const loneSurrogatePattern = /\p{Cs}/u;
+
+/**
+ * Whether every topic that `inner` matches is also matched by `outer` (both
+ * valid filters): an ACL rule `outer` then speaks for a subscription `inner`
+ * as a whole. "#" covers "a/+" but "a/+" does not cover "#"; "a/#" covers "a"
+ * (since '#' also matches its parent level); a first-level wildcard of
+ * `outer` does not cover a `$` level of `inner` [MQTT-4.7.2-1]. Sound by
+ * construction: the property test checks it against topicMatchesFilter.
+ */
+export function filterCoversFilter(outer: string, inner: string): boolean {
+  const outerLevels = outer.split(levelSeparator);
+  const innerLevels = inner.split(levelSeparator);
+  for (let index = 0; index < outerLevels.length; index++) {
+    const outerLevel = outerLevels[index]!;
+    const innerLevel = innerLevels[index];
+    const dollarLevel = index === 0 && innerLevel !== undefined && innerLevel.startsWith('$');
+    if (outerLevel === '#') return !dollarLevel;
+    if (innerLevel === undefined) return false;
+    // Only '#' covers '#' — and, as the first level, '+/#' (a topic has at least one level).
+    if (innerLevel === '#') return index === 0 && outerLevel === '+' && outerLevels.length === 2 && outerLevels[1] === '#';
+    if (outerLevel === '+') {
+      if (dollarLevel) return false;
+      continue;
+    }
+    if (innerLevel === '+' || innerLevel !== outerLevel) return false;
+  }
+  return innerLevels.length === outerLevels.length;
+}
