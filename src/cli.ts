@@ -56,6 +56,9 @@ async function serve(args: readonly string[]): Promise<number> {
   const hooks = testHooksFrom(process.env);
   if (hooks.description !== undefined) logger.warn({ hook: hooks.description }, 'test hook active: this broker injects faults');
   const running = await startCairn(config, logger, hooks.internals);
+  // SIGHUP re-reads the ACL and TLS files (startCairn's reload logs what failed); connections stay up.
+  const reload = (): void => { running.reload().catch((error: unknown) => logger.error({ err: error }, 'reload failed')); };
+  process.on('SIGHUP', reload);
   const stop = (signal: string): void => {
     logger.info({ signal }, 'shutting down');
     running.close().catch((error: unknown) => logger.error({ err: error }, 'shutdown failed'));

@@ -4,6 +4,7 @@
  * and validation that names the offending flag and says how to fix it.
  */
 import { parseIngestRoutes, IngestRouteError, type IngestRoute } from './core/ingest.js';
+import { clientCertificateModes, type ClientCertificateMode, type TlsSettings } from './protocols/tls-credentials.js';
 
 export interface ServeConfig {
   readonly dataDir: string;
@@ -22,6 +23,15 @@ export interface ServeConfig {
   readonly sessionQueueMessagesMax: number;
   readonly queueReadyMessagesMax: number;
   readonly mqttPacketBytesMax: number | undefined;
+  // ── at the edge (TLS, MQTT over WebSocket, topic ACL) ──
+  /** undefined: no TLS listener at all. */
+  readonly tls: TlsSettings | undefined;
+  readonly mqttsPort: number | undefined;
+  readonly amqpsPort: number | undefined;
+  readonly httpsPort: number | undefined;
+  readonly wsPort: number | undefined;
+  readonly wssPort: number | undefined;
+  readonly aclFile: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -51,6 +61,18 @@ export const serveFlags: Readonly<Record<string, FlagSpec>> = {
   'session-queue-max': { env: 'CAIRN_SESSION_QUEUE_MAX', help: 'messages an MQTT session may hold before the oldest is dropped', fallback: '4096' },
   'queue-max': { env: 'CAIRN_QUEUE_MAX', help: 'ready messages an AMQP queue may hold before the oldest is dropped', fallback: '100000' },
   'mqtt-max-packet-bytes': { env: 'CAIRN_MQTT_MAX_PACKET_BYTES', help: 'largest MQTT packet accepted', fallback: undefined },
+  // ── at the edge: TLS, MQTT over WebSocket, topic ACL (parsed by edgeConfig) ──
+  'tls-cert': { env: 'CAIRN_TLS_CERT', help: 'server certificate (PEM, chain included); with --tls-key turns on the TLS listeners', fallback: undefined },
+  'tls-key': { env: 'CAIRN_TLS_KEY', help: 'private key of --tls-cert (PEM); both are re-read on SIGHUP', fallback: undefined },
+  'tls-ca': { env: 'CAIRN_TLS_CA', help: 'CA bundle (PEM) that client certificates must chain to', fallback: undefined },
+  'tls-client-cert': { env: 'CAIRN_TLS_CLIENT_CERT', help: "client certificates: 'none', 'optional' (verified when sent) or 'required'", fallback: 'none' },
+  'tls-identity-as-username': { env: 'CAIRN_TLS_IDENTITY_AS_USERNAME', help: "'true': a client certificate's CN is the MQTT user name, no password (needs --tls-client-cert required)", fallback: 'false' },
+  'mqtts-port': { env: 'CAIRN_MQTTS_PORT', help: "MQTT over TLS port (with --tls-cert); 0 picks a free one; 'off' disables", fallback: '8883' },
+  'amqps-port': { env: 'CAIRN_AMQPS_PORT', help: "AMQP over TLS port (with --tls-cert); 0 picks a free one; 'off' disables", fallback: '5671' },
+  'https-port': { env: 'CAIRN_HTTPS_PORT', help: "HTTP API over TLS port (with --tls-cert); 0 picks a free one; 'off' disables", fallback: '15671' },
+  'ws-port': { env: 'CAIRN_WS_PORT', help: "MQTT over WebSocket port (ws://HOST:PORT/mqtt), e.g. 8080; 'off' disables", fallback: 'off' },
+  'wss-port': { env: 'CAIRN_WSS_PORT', help: "MQTT over secure WebSocket port (wss://HOST:PORT/mqtt, with --tls-cert); 'off' disables", fallback: 'off' },
+  acl: { env: 'CAIRN_ACL', help: "topic ACL file (Mosquitto's acl_file format), re-read on SIGHUP; none = every topic open", fallback: undefined },
 };
 
 export function parseServeArgs(args: readonly string[], env: NodeJS.ProcessEnv): ServeConfig {
@@ -65,8 +87,10 @@ export function parseServeArgs(args: readonly string[], env: NodeJS.ProcessEnv):
     if (value === undefined) throw new ConfigError(`flag --${name} needs a value`);
     values.set(name, value);
   }
-  const get = (name: string): string | undefined => values.get(name) ?? env[serveFlags[name]!.env] ?? serveFlags[name]!.fallback;
+  const explicit = (name: string): string | undefined => values.get(name) ?? env[serveFlags[name]!.env];
+  const get = (name: string): string | undefined => explicit(name) ?? serveFlags[name]!.fallback;
   return {
+    ...edgeConfig(get, explicit),
     dataDir: get('data')!,
     bind: get('bind')!,
     mqttPort: port('mqtt-port', get('mqtt-port')!),
@@ -83,6 +107,47 @@ export function parseServeArgs(args: readonly string[], env: NodeJS.ProcessEnv):
     queueReadyMessagesMax: positiveInteger('queue-max', get('queue-max')!, 1),
     mqttPacketBytesMax: optional(get('mqtt-max-packet-bytes'), (v) => positiveInteger('mqtt-max-packet-bytes', v, 64)),
   };
+}
+
+/** The flags of the edge block: TLS settings and listeners, WebSocket listeners, the ACL file. */
+function edgeConfig(get: (name: string) => string | undefined, explicit: (name: string) => string | undefined): Pick<ServeConfig, 'tls' | 'mqttsPort' | 'amqpsPort' | 'httpsPort' | 'wsPort' | 'wssPort' | 'aclFile'> {
+  const tls = tlsSettings(get);
+  const tlsPort = (flag: string): number | undefined => {
+    if (tls === undefined) {
+      if (explicit(flag) !== undefined && explicit(flag) !== 'off') throw new ConfigError(`--${flag} needs --tls-cert and --tls-key`);
+      return undefined;
+    }
+    return port(flag, get(flag)!);
+  };
+  return {
+    tls,
+    mqttsPort: tlsPort('mqtts-port'),
+    amqpsPort: tlsPort('amqps-port'),
+    httpsPort: tlsPort('https-port'),
+    wsPort: port('ws-port', get('ws-port')!),
+    wssPort: tlsPort('wss-port'),
+    aclFile: optional(get('acl'), (file) => file),
+  };
+}
+
+function tlsSettings(get: (name: string) => string | undefined): TlsSettings | undefined {
+  const certFile = optional(get('tls-cert'), (file) => file);
+  const keyFile = optional(get('tls-key'), (file) => file);
+  const caFile = optional(get('tls-ca'), (file) => file);
+  const clientCertificates = get('tls-client-cert')!;
+  if (!clientCertificateModes.includes(clientCertificates as ClientCertificateMode)) {
+    throw new ConfigError(`--tls-client-cert '${clientCertificates}' must be one of ${clientCertificateModes.join(', ')}`);
+  }
+  const identityAsUsername = get('tls-identity-as-username')!;
+  if (identityAsUsername !== 'true' && identityAsUsername !== 'false') throw new ConfigError(`--tls-identity-as-username '${identityAsUsername}' must be true or false`);
+  if (certFile === undefined && keyFile === undefined) {
+    if (caFile !== undefined || clientCertificates !== 'none' || identityAsUsername === 'true') throw new ConfigError('--tls-ca, --tls-client-cert and --tls-identity-as-username need --tls-cert and --tls-key');
+    return undefined;
+  }
+  if (certFile === undefined || keyFile === undefined) throw new ConfigError('--tls-cert and --tls-key go together: give both');
+  if (clientCertificates !== 'none' && caFile === undefined) throw new ConfigError(`--tls-client-cert ${clientCertificates} needs --tls-ca (the CA that client certificates chain to)`);
+  if (identityAsUsername === 'true' && clientCertificates !== 'required') throw new ConfigError('--tls-identity-as-username true needs --tls-client-cert required (a name from an unverified certificate proves nothing)');
+  return { certFile, keyFile, caFile, clientCertificates: clientCertificates as ClientCertificateMode, identityAsUsername: identityAsUsername === 'true' };
 }
 
 function optional<T>(value: string | undefined, parse: (value: string) => T): T | undefined {

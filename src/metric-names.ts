@@ -24,6 +24,7 @@ export const metricNames = {
   sessionPending: 'cairn_mqtt_session_pending_messages',
   sessionInflight: 'cairn_mqtt_session_inflight_messages',
   collectionDocuments: 'cairn_collection_documents',
+  accessDenied: 'cairn_access_denied_total',
   // RabbitMQ's names for what both have.
   identityInfo: 'rabbitmq_identity_info',
   messagesReceived: 'rabbitmq_global_messages_received_total',

@@ -41,6 +41,9 @@ export const rabbitProtocolLabels: Readonly<Record<MetricsProtocol, string>> = {
 
 export { metricNames } from './metric-names.js';
 
+/** What an ACL refusal was: an MQTT publish (dropped), subscribe (0x80) or delivery (not sent); an AMQP operation (403). */
+export type AccessDeniedAction = 'publish' | 'subscribe' | 'read' | 'amqp';
+
 /** Plain totals, for rates in the HTTP overview without parsing the registry. */
 export interface MetricsTotals {
   readonly messagesIn: Readonly<Record<MetricsProtocol, number>>;
@@ -69,6 +72,7 @@ export class Metrics {
   private readonly drops: Counter<'destination'>;
   private readonly connectionsOpened: Counter;
   private readonly connectionsClosed: Counter;
+  private readonly accessDenials: Counter<'action'>;
   private readonly connectionCounts: Record<MetricsProtocol, number> = { mqtt: 0, amqp: 0 };
   private collecting: Broker | undefined = undefined;
   private aggregatedView: Registry | undefined;
@@ -103,6 +107,8 @@ export class Metrics {
     this.connectionsClosed = new Counter({ name: metricNames.connectionsClosed, help: 'Total number of connections closed or terminated', registers });
     // Every series exists from the start at 0, so rate() and dashboards see it before the first event.
     for (const destination of ['session', 'queue'] as const) this.drops.inc({ destination }, 0);
+    this.accessDenials = new Counter({ name: metricNames.accessDenied, help: 'Operations refused by the topic ACL (MQTT publish dropped, subscribe 0x80, delivery withheld) or AMQP permissions (403)', labelNames: ['action'] as const, registers });
+    for (const action of ['publish', 'subscribe', 'read', 'amqp'] as const) this.accessDenials.inc({ action }, 0);
     for (const protocol of metricsProtocols) {
       this.in[protocol].inc(0);
       this.out[protocol].inc(0);
@@ -137,6 +143,11 @@ export class Metrics {
   /** Messages dropped at a session's or queue's bound. */
   drop(destination: DropDestination, count = 1): void {
     this.drops.inc({ destination }, count);
+  }
+
+  /** An operation refused by the ACL or the AMQP permissions. */
+  accessDenied(action: AccessDeniedAction): void {
+    this.accessDenials.inc({ action });
   }
 
   connectionOpened(protocol: MetricsProtocol): void {

@@ -12,6 +12,7 @@
  * so the supervisor restarts it into recovery.
  */
 import * as fs from 'node:fs';
+import { AclFile } from './auth/acl-file.js';
 import { loadUsersFile, anonymousUsers, type Users } from './auth/users.js';
 import type { ServeConfig } from './config.js';
 import { Broker } from './core/broker.js';
@@ -27,7 +28,9 @@ import { defaultAmqpLimits } from './protocols/amqp/limits.js';
 import { startAmqpServer } from './protocols/amqp/server.js';
 import type { ManagedConnection } from './protocols/connection-description.js';
 import { defaultMqttLimits } from './protocols/mqtt/limits.js';
-import { startMqttServer } from './protocols/mqtt/server.js';
+import { startMqttServer, type MqttServerOptions } from './protocols/mqtt/server.js';
+import { startMqttWebSocketServer } from './protocols/mqtt/websocket-server.js';
+import { TlsCredentials } from './protocols/tls-credentials.js';
 import { version } from './version.js';
 
 export interface RunningCairn {
@@ -36,6 +39,17 @@ export interface RunningCairn {
   readonly mqttPort: number | undefined;
   readonly amqpPort: number | undefined;
   readonly httpPort: number | undefined;
+  readonly mqttsPort: number | undefined;
+  readonly amqpsPort: number | undefined;
+  readonly httpsPort: number | undefined;
+  readonly wsPort: number | undefined;
+  readonly wssPort: number | undefined;
+  /**
+   * SIGHUP: re-read the ACL file and the TLS certificate files. What fails to
+   * load is logged and keeps its old version; the failures are returned.
+   * Connections stay up either way.
+   */
+  reload(): Promise<{ readonly failures: readonly string[] }>;
   /** Stop the listeners, wait for in-flight appends, close the log, release the data directory. */
   close(): Promise<void>;
   /**
@@ -58,6 +72,9 @@ const failStopCloseMs = 5_000;
 
 export async function startCairn(config: ServeConfig, logger: Logger, internals: StartInternals = {}): Promise<RunningCairn> {
   const users: Users = config.usersFile ? await loadUsersFile(config.usersFile) : anonymousUsers;
+  // Both stop start-up with their reason (the ACL's names the line) before the log is opened.
+  const acl = config.aclFile === undefined ? undefined : await AclFile.load(config.aclFile);
+  const tls = config.tls === undefined ? undefined : await TlsCredentials.load(config.tls);
   const metrics = new Metrics();
   await fs.promises.mkdir(config.dataDir, { recursive: true });
   // Before the log is opened: a second broker on this directory must not even run recovery on it.
@@ -85,30 +102,58 @@ export async function startCairn(config: ServeConfig, logger: Logger, internals:
     });
     stop.beforeLog(() => broker.flush());
     reportRecovery(broker, config, logger);
-    const mqtt = config.mqttPort === undefined ? undefined : await startMqttServer({
-      core: broker.mqtt, host: config.bind, port: config.mqttPort, logger, users, connectionEvents: metrics,
+    /** Start a listener when its port is configured; it is closed when the broker stops. */
+    const start = async <L extends { close(): Promise<void> }>(port: number | undefined, begin: (port: number) => Promise<L>): Promise<L | undefined> => {
+      if (port === undefined) return undefined;
+      const listener = await begin(port);
+      stop.listener(() => listener.close());
+      return listener;
+    };
+    const mqttOptions = (port: number): MqttServerOptions => ({
+      core: broker.mqtt, host: config.bind, port, logger, users, connectionEvents: metrics, acl,
+      accessDenied: (action) => metrics.accessDenied(action === 'write' ? 'publish' : action),
       ...(config.mqttPacketBytesMax !== undefined ? { limits: { packetBytesMax: config.mqttPacketBytesMax } } : {}),
     });
-    if (mqtt) stop.listener(() => mqtt.close());
-    const amqp = config.amqpPort === undefined ? undefined : await startAmqpServer({ core: broker.amqp, host: config.bind, port: config.amqpPort, logger, users, connectionEvents: metrics });
-    if (amqp) stop.listener(() => amqp.close());
-    const connections = (): Record<string, number> => ({ mqtt: mqtt?.connections() ?? 0, amqp: amqp?.connections() ?? 0 });
-    const clients = (): ManagedConnection[] => [...(mqtt?.list() ?? []), ...(amqp?.list() ?? [])];
-    const listeners: ListenerAddress[] = [
-      ...(mqtt ? [{ protocol: 'mqtt' as const, ipAddress: config.bind, port: mqtt.port }] : []),
-      ...(amqp ? [{ protocol: 'amqp' as const, ipAddress: config.bind, port: amqp.port }] : []),
+    const mqtt = await start(config.mqttPort, (port) => startMqttServer(mqttOptions(port)));
+    const mqtts = await start(config.mqttsPort, (port) => startMqttServer({ ...mqttOptions(port), tls }));
+    const ws = await start(config.wsPort, (port) => startMqttWebSocketServer(mqttOptions(port)));
+    const wss = await start(config.wssPort, (port) => startMqttWebSocketServer({ ...mqttOptions(port), tls }));
+    const amqpOptions = (port: number): Parameters<typeof startAmqpServer>[0] => ({
+      core: broker.amqp, host: config.bind, port, logger, users, connectionEvents: metrics,
+    });
+    const amqp = await start(config.amqpPort, (port) => startAmqpServer(amqpOptions(port)));
+    const amqps = await start(config.amqpsPort, (port) => startAmqpServer({ ...amqpOptions(port), tls }));
+    const mqttListeners = [mqtt, mqtts, ws, wss];
+    const amqpListeners = [amqp, amqps];
+    const count = (listeners: ReadonlyArray<{ connections(): number } | undefined>): number => listeners.reduce((sum, listener) => sum + (listener?.connections() ?? 0), 0);
+    const connections = (): Record<string, number> => ({ mqtt: count(mqttListeners), amqp: count(amqpListeners) });
+    const clients = (): ManagedConnection[] => [
+      ...mqttListeners.flatMap((listener): readonly ManagedConnection[] => listener?.list() ?? []),
+      ...amqpListeners.flatMap((listener): readonly ManagedConnection[] => listener?.list() ?? []),
     ];
-    const http = config.httpPort === undefined ? undefined : await startHttpServer({ broker, host: config.bind, port: config.httpPort, logger, users, version, connections, metrics, clients, listeners });
-    if (http) stop.listener(() => http.close());
+    const address = (protocol: ListenerAddress['protocol'], listener: { port: number } | undefined): ListenerAddress[] => (listener ? [{ protocol, ipAddress: config.bind, port: listener.port }] : []);
+    const listeners: ListenerAddress[] = [
+      ...address('mqtt', mqtt), ...address('mqtt/ssl', mqtts), ...address('http/web-mqtt', ws), ...address('https/web-mqtt', wss),
+      ...address('amqp', amqp), ...address('amqp/ssl', amqps),
+    ];
+    const httpOptions = (port: number): Parameters<typeof startHttpServer>[0] => ({ broker, host: config.bind, port, logger, users, version, connections, metrics, clients, listeners });
+    const http = await start(config.httpPort, (port) => startHttpServer(httpOptions(port)));
+    const https = await start(config.httpsPort, (port) => startHttpServer({ ...httpOptions(port), tls }));
+    // Every listener on has its own connection cap.
+    const caps = (listenersOn: ReadonlyArray<object | undefined>, cap: number): number => listenersOn.filter((listener) => listener !== undefined).length * cap;
     checkDescriptorBudget({
-      ...(mqtt ? { mqtt: defaultMqttLimits.connectionsMax } : {}),
-      ...(amqp ? { amqp: defaultAmqpLimits.connectionsMax } : {}),
-      ...(http ? { http: defaultHttpLimits.connectionsMax } : {}),
+      mqtt: caps(mqttListeners, defaultMqttLimits.connectionsMax),
+      amqp: caps(amqpListeners, defaultAmqpLimits.connectionsMax),
+      http: caps([http, https], defaultHttpLimits.connectionsMax),
     }, logger, currentOpenFilesLimit());
     // The log may have failed while the listeners were starting: they are closed now, and start-up fails.
     if (log.failed !== undefined) throw log.failed;
-    logger.info({ data: config.dataDir, mqtt: mqtt?.port ?? 'off', amqp: amqp?.port ?? 'off', http: http?.port ?? 'off' }, `Cairn ${version} ready`);
-    return { broker, log, mqttPort: mqtt?.port, amqpPort: amqp?.port, httpPort: http?.port, close: () => stop.close(), stopped: stop.stopped };
+    const ports = {
+      mqttPort: mqtt?.port, amqpPort: amqp?.port, httpPort: http?.port, mqttsPort: mqtts?.port, amqpsPort: amqps?.port,
+      httpsPort: https?.port, wsPort: ws?.port, wssPort: wss?.port,
+    };
+    logger.info({ data: config.dataDir, ...Object.fromEntries(Object.entries(ports).map(([name, port]) => [name.replace(/Port$/, ''), port ?? 'off'])) }, `Cairn ${version} ready`);
+    return { broker, log, ...ports, reload: () => reload(acl, tls, logger), close: () => stop.close(), stopped: stop.stopped };
   } catch (error) {
     // Start-up failed: the caller gets this error, not a `stopped` it never saw.
     stop.stopped.catch(() => undefined);
@@ -180,6 +225,23 @@ class Stopper {
       this.releaseLock();
     }
   }
+}
+
+async function reload(acl: AclFile | undefined, tls: TlsCredentials | undefined, logger: Logger): Promise<{ failures: string[] }> {
+  const failures: string[] = [];
+  const attempt = async (what: string, work: () => Promise<void>): Promise<void> => {
+    try {
+      await work();
+      logger.info(`${what} reloaded`);
+    } catch (error: unknown) {
+      const reason = error instanceof Error ? error.message : String(error);
+      failures.push(reason);
+      logger.error({ reason }, `${what} not reloaded, the previous one stays in force: ${reason}`);
+    }
+  };
+  if (acl !== undefined) await attempt(`ACL file ${acl.path}`, () => acl.reload());
+  if (tls !== undefined) await attempt('TLS certificate and key', () => tls.reload());
+  return { failures };
 }
 
 function reportRecovery(broker: Broker, config: ServeConfig, logger: Logger): void {

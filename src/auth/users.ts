@@ -71,6 +71,11 @@ export interface Users {
   readonly size: number;
   /** Never throws for bad credentials; `password` is the raw bytes the client sent. */
   authenticate(protocol: Protocol, username: string | undefined, password: Uint8Array | undefined): Promise<AuthOutcome>;
+  /**
+   * For a user whose identity something else proved (a verified TLS client
+   * certificate): no password, only whether the user exists and may use the protocol.
+   */
+  admit(protocol: Protocol, username: string): AuthOutcome;
 }
 
 /** Hash a password for the users file: `scrypt$<salt b64>$<hash b64>`. */
@@ -92,6 +97,7 @@ export async function verifyPassword(plain: string | Uint8Array, stored: string)
 export const anonymousUsers: Users = {
   size: 0,
   authenticate: () => Promise.resolve('allowed'),
+  admit: () => 'allowed',
 };
 
 /** Read and check the users file. A missing or malformed file is a UsersFileError naming the file (never its contents). */
@@ -188,6 +194,10 @@ class UserDirectory implements Users {
     }
     if (!passwordMatches || entry === undefined) return 'bad-credentials';
     return entry.permissions[protocol] ? 'allowed' : 'not-authorized';
+  }
+
+  admit(protocol: Protocol, username: string): AuthOutcome {
+    return this.byName.get(username)?.permissions[protocol] === true ? 'allowed' : 'not-authorized';
   }
 
   private async limited<T>(work: () => Promise<T>): Promise<T> {

@@ -43,6 +43,16 @@ export interface MqttOutgoingPublish {
   readonly packetId?: number;
 }
 
+/**
+ * Whether a session's client may read a topic (the topic ACL, --acl). The core
+ * asks at routing, for retained messages and again just before sending, so a
+ * subscription to '#' never delivers a topic the client may not read, even
+ * after the rules change. Absent: the client reads everything.
+ */
+export interface MqttTopicReader {
+  mayRead(topic: string): boolean;
+}
+
 /** Implemented by an MQTT connection: how the core reaches the client. */
 export interface MqttClientLink {
   /** Write a PUBLISH. Returns false when the socket is congested; QoS 0 deliveries are then dropped, not buffered. */
@@ -104,8 +114,9 @@ export interface MqttCore {
    * CONNECT accepted (authentication and client id checks are the protocol's).
    * Takes over any connection already attached to this client id. Send CONNACK
    * (with sessionPresent) after `durable`, then call `session.start()`.
+   * `reader` stays with the session while it is offline, until the next connect.
    */
-  connect(clientId: string, cleanSession: boolean, link: MqttClientLink): { session: MqttSessionHandle; sessionPresent: boolean; durable: Durable };
+  connect(clientId: string, cleanSession: boolean, link: MqttClientLink, reader?: MqttTopicReader): { session: MqttSessionHandle; sessionPresent: boolean; durable: Durable };
   /** A publish that belongs to no live session: the will message of a connection that died [MQTT-3.1.2-8]. */
   publishWill(clientId: string, publish: Omit<MqttIncomingPublish, 'packetId'>): Durable;
 }

@@ -9,7 +9,7 @@
  */
 import type { DocBody, SubBody } from '../projections/records.js';
 import type {
-  Durable, MqttClientLink, MqttCore, MqttIncomingPublish, MqttPublishResult, MqttSessionHandle, MqttSubscribeResult, Qos,
+  Durable, MqttClientLink, MqttCore, MqttIncomingPublish, MqttPublishResult, MqttSessionHandle, MqttSubscribeResult, MqttTopicReader, Qos,
 } from './api.js';
 import type { QueueRuntime } from './amqp-queue.js';
 import { record, type PendingRecord } from './committer.js';
@@ -34,7 +34,7 @@ export interface MqttCoreContext extends PublishContext {
 export class MqttCoreImpl implements MqttCore {
   constructor(private readonly context: MqttCoreContext) {}
 
-  connect(clientId: string, cleanSession: boolean, link: MqttClientLink): { session: MqttSessionHandle; sessionPresent: boolean; durable: Durable } {
+  connect(clientId: string, cleanSession: boolean, link: MqttClientLink, reader?: MqttTopicReader): { session: MqttSessionHandle; sessionPresent: boolean; durable: Durable } {
     const { sessions, state, committer } = this.context;
     const existing = sessions.get(clientId);
     if (existing?.link) existing.link.takenOver();
@@ -58,6 +58,7 @@ export class MqttCoreImpl implements MqttCore {
     }
     session.generation++;
     session.link = link;
+    session.reader = reader;
     session.inflight.clear();
     return { session: new SessionHandle(this.context, session, session.generation), sessionPresent, durable };
   }
@@ -123,7 +124,7 @@ class SessionHandle implements MqttSessionHandle {
       const subscriptionQos = this.session.state.subscriptions.get(filter);
       if (subscriptionQos === undefined) continue;
       for (const retained of state.retained.values()) {
-        if (!topicMatchesFilter(retained.topic, filter)) continue;
+        if (!topicMatchesFilter(retained.topic, filter) || this.session.reader?.mayRead(retained.topic) === false) continue;
         const qos = minQos(retained.qos, subscriptionQos);
         const message = { lsn: retained.lsn, timestamp: retained.timestamp, topic: retained.topic, payload: retained.payload, qos: retained.qos, retain: true };
         if (qos === 0) this.context.delivery.sendDirect(this.session, message, true);

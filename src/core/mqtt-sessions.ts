@@ -18,7 +18,7 @@
 import { assert } from '../assert.js';
 import { enqueueForSession, removeFromSession, applyRel, applyRx2 } from '../projections/mqtt-sessions.js';
 import { newSession, type SessionState, type StoredMessage } from '../projections/state.js';
-import type { MqttClientLink, Qos } from './api.js';
+import type { MqttClientLink, MqttTopicReader, Qos } from './api.js';
 import { record, type Committer } from './committer.js';
 import type { CoreLimits } from './limits.js';
 import type { BrokerObserver } from './observer.js';
@@ -29,6 +29,8 @@ export function packetIdOf(seq: number): number {
 
 export class SessionRuntime {
   link: MqttClientLink | undefined = undefined;
+  /** The topic ACL of the client that connected last; undefined: it reads everything (or, after a restart, not known until it connects). */
+  reader: MqttTopicReader | undefined = undefined;
   /** Bumped on every connect: handles of an older generation are dead (takeover). */
   generation = 0;
   /** Packet id → seq of QoS 1/2 messages sent on the current connection and not yet PUBACK'd/PUBREC'd. */
@@ -106,13 +108,29 @@ export class SessionDelivery {
       if (session.inflight.has(packetId) || session.state.rel.has(packetId)) return; // id still in use: wait for its ack
       const entry = session.state.pending.get(seq)!;
       session.consumeNext();
-      session.inflight.set(packetId, seq);
       const message = entry.message;
-      link.sendPublish({ topic: mqttTopicOf(message), payload: message.payload, qos: entry.qos, retain: message.retain === true, dup: entry.deliveries > 0, packetId });
+      const topic = mqttTopicOf(message);
+      if (session.reader?.mayRead(topic) === false) {
+        this.dropUnreadable(session, seq);
+        continue;
+      }
+      session.inflight.set(packetId, seq);
+      link.sendPublish({ topic, payload: message.payload, qos: entry.qos, retain: message.retain === true, dup: entry.deliveries > 0, packetId });
       this.observer.messageOut('mqtt');
       if (session.persistent) this.committer.settleLater('deliver', session.destination, seq);
       else entry.deliveries += 1;
     }
+  }
+
+  /**
+   * A queued message the client may no longer read (the ACL changed, or it was
+   * queued after a restart before the client's rules were known): dropped as
+   * a record, so replay agrees, and never sent.
+   */
+  private dropUnreadable(session: SessionRuntime, seq: number): void {
+    const body = { c: session.clientId, s: [seq], why: 'acl' as const };
+    if (session.persistent) this.committer.commitQuietly([record('drop', body)]);
+    else removeFromSession(session.state, body);
   }
 
   /** Put a message in a session's queue (durably or not, as decided by the caller), dropping the oldest beyond the bound. */

@@ -50,7 +50,8 @@ export interface PublishContext {
   dispatch(queue: QueueRuntime): void;
 }
 
-export function publish(context: PublishContext, publication: Publication): Durable {
+export function publish(context: PublishContext, routed: Publication): Durable {
+  const publication = withoutUnreadableSessions(routed);
   const records: PendingRecord[] = [];
   const durableSessions = planSessions(context, publication, records);
   const durableQueues = planQueues(context, publication, records);
@@ -71,6 +72,28 @@ export function publish(context: PublishContext, publication: Publication): Dura
   deliverToSessions(context, publication, message, durableSessions);
   deliverToQueues(context, publication, message, durableQueues);
   return durable;
+}
+
+/**
+ * Subscribers whose topic ACL refuses this topic (MqttTopicReader) are not
+ * destinations at all: nothing is queued or recorded for them. The one
+ * routing-time check, for MQTT and AMQP publishes alike; the pump checks
+ * again at sending time.
+ */
+function withoutUnreadableSessions(publication: Publication): Publication {
+  let readable: Map<SessionRuntime, Qos> | undefined;
+  const topic = publication.exchange === undefined ? publication.topic : swapSeparators(publication.topic);
+  for (const [session, qos] of publication.sessions) {
+    const denied = session.reader?.mayRead(topic) === false;
+    if (denied && readable === undefined) {
+      readable = new Map();
+      for (const [earlier, earlierQos] of publication.sessions) {
+        if (earlier === session) break;
+        readable.set(earlier, earlierQos);
+      }
+    } else if (!denied) readable?.set(session, qos);
+  }
+  return readable === undefined ? publication : { ...publication, sessions: readable };
 }
 
 /**

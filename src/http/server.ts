@@ -20,7 +20,10 @@
  * the broker needs (bodies: management/request-body.ts).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import type { TLSSocket } from 'node:tls';
+import type { TlsCredentials } from '../protocols/tls-credentials.js';
 import type { Users } from '../auth/users.js';
 import type { Broker } from '../core/broker.js';
 import type { Logger } from '../logger.js';
@@ -61,6 +64,8 @@ export interface HttpServerOptions {
   readonly clock?: () => number;
   /** Overrides of defaultHttpLimits, checked at start. */
   readonly limits?: Partial<HttpLimits>;
+  /** Serve HTTPS with these credentials (a second call of startHttpServer serves plain HTTP beside it). */
+  readonly tls?: TlsCredentials | undefined;
 }
 
 export interface HttpServerHandle {
@@ -117,9 +122,10 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     { pattern: /^\/metrics\/per-object$/, methods: { GET: async ({ url }) => (checkParameters(url, []), { contentType: metrics.contentType, body: await metrics.perObjectText() }) } },
   ];
 
-  const server = createLimitedServer(limits, logger, (request, response) => {
+  const listener = (request: IncomingMessage, response: ServerResponse): void => {
     handle(request, response).catch((error: unknown) => answerError(response, error, logger));
-  });
+  };
+  const server = createLimitedServer(limits, logger, listener, options.tls);
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const user = await authenticate(request, options.users);
@@ -147,20 +153,26 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   });
   server.on('error', (error) => logger.error({ err: error }, 'HTTP listener error'));
   const port = (server.address() as AddressInfo).port;
-  listeners.push({ protocol: 'http', ipAddress: options.host, port });
-  logger.info({ host: options.host, port, connectionsMax: limits.connectionsMax }, 'HTTP listening');
+  listeners.push({ protocol: options.tls ? 'https' : 'http', ipAddress: options.host, port });
+  logger.info({ host: options.host, port, connectionsMax: limits.connectionsMax, ...(options.tls ? { tls: true } : {}) }, options.tls ? 'HTTPS listening' : 'HTTP listening');
   return { port, close: () => closeServer(server, timer) };
 }
 
-/** node:http with every limit of `limits` set; a connection past the cap is closed at once. */
-function createLimitedServer(limits: HttpLimits, logger: Logger, listener: (request: IncomingMessage, response: ServerResponse) => void): Server {
-  const server = createServer({
+/** node:http (node:https with `tls`) with every limit of `limits` set; a connection past the cap is closed at once. */
+function createLimitedServer(limits: HttpLimits, logger: Logger, listener: (request: IncomingMessage, response: ServerResponse) => void, tls: TlsCredentials | undefined): Server {
+  const limitOptions = {
     maxHeaderSize: limits.headerBytesMax,
     requestTimeout: limits.requestTimeoutMs,
     headersTimeout: limits.headersTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
     connectionsCheckingInterval: timeoutCheckIntervalMs(limits),
-  }, listener);
+  };
+  const server: Server = tls === undefined ? createServer(limitOptions, listener) : createHttpsServer({ ...tls.serverOptions(), ...limitOptions }, listener);
+  if (tls !== undefined) {
+    tls.register(server as HttpsServer);
+    server.on('tlsClientError', (error: Error) => logger.debug({ err: error.message }, 'HTTPS handshake failed'));
+    server.on('secureConnection', (socket: TLSSocket) => { if (!tls.admits(socket)) socket.destroy(); });
+  }
   server.maxConnections = limits.connectionsMax;
   // No 'timeout' listener: node destroys a socket idle this long.
   server.timeout = limits.idleTimeoutMs;

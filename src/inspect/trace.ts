@@ -145,7 +145,7 @@ function noteStep(
     case 'ack':
     case 'drop': {
       const destination = refOf(body);
-      const why = kind === 'ack' ? 'acked' : `dropped (${(body as unknown as BodyOf['drop']).why === 'purge' ? 'queue purged' : 'queue bound reached, oldest dropped'})`;
+      const why = kind === 'ack' ? 'acked' : `dropped (${dropReasons[(body as unknown as BodyOf['drop']).why]})`;
       for (const seq of (body as unknown as BodyOf['ack']).s) {
         const key = `${destination}#${seq}`;
         const trace = open.get(key);
@@ -198,3 +198,9 @@ function traceJson(t: MessageTrace): Record<string, unknown> {
     destinations: t.destinations.map((d) => ({ destination: d.destination, seq: d.seq, status: d.status, steps: d.steps.map((s) => ({ lsn: s.lsn, time: isoTime(s.timestamp), what: s.what })) })),
   };
 }
+
+const dropReasons: Readonly<Record<BodyOf['drop']['why'], string>> = {
+  bound: 'queue bound reached, oldest dropped',
+  purge: 'queue purged',
+  acl: 'the ACL no longer lets the subscriber read its topic',
+};

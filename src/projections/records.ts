@@ -87,7 +87,7 @@ export interface MsgBody {
 
 /** `c` or `q` names the destination; `s` lists its finished seqs. */
 export type AckBody = DestinationRef & { readonly s: readonly number[] };
-export type DropBody = DestinationRef & { readonly s: readonly number[]; readonly why: 'bound' | 'purge' };
+export type DropBody = DestinationRef & { readonly s: readonly number[]; readonly why: 'bound' | 'purge' | 'acl' };
 export type DeliverBody = DestinationRef & { readonly s: readonly number[] };
 
 export interface RetainBody { readonly t: string; readonly p: Uint8Array; readonly qos: 0 | 1 | 2 }

@@ -7,7 +7,15 @@
  * A description is a snapshot built on demand: nothing here is kept up to
  * date on the hot paths, so describing costs nothing until someone asks.
  */
-import type { Socket } from 'node:net';
+/** What a description reads from a transport: a TCP or TLS socket, or a WebSocket stream (which reports its socket's). */
+export interface DescribedTransport {
+  readonly remoteAddress?: string | undefined;
+  readonly remotePort?: number | undefined;
+  readonly localAddress?: string | undefined;
+  readonly localPort?: number | undefined;
+  readonly bytesRead: number;
+  readonly bytesWritten: number;
+}
 
 export type ConnectionProtocol = 'mqtt' | 'amqp';
 
@@ -73,7 +81,7 @@ export interface ManagedConnection {
 }
 
 /** The socket half of a description: addresses, the RabbitMQ-style name, byte counts. */
-export function socketDescription(socket: Socket): Pick<ConnectionDescription, 'name' | 'peerHost' | 'peerPort' | 'host' | 'port' | 'receivedBytes' | 'sentBytes'> {
+export function socketDescription(socket: DescribedTransport): Pick<ConnectionDescription, 'name' | 'peerHost' | 'peerPort' | 'host' | 'port' | 'receivedBytes' | 'sentBytes'> {
   const peerHost = socket.remoteAddress ?? '?';
   const peerPort = socket.remotePort ?? 0;
   const host = socket.localAddress ?? '?';

@@ -1,11 +1,15 @@
 /**
- * A TCP listener shared by the MQTT and AMQP front ends: TCP_NODELAY on every
+ * The listeners shared by the MQTT and AMQP front ends: TCP_NODELAY on every
  * socket (Nagle would hold acks for ~40 ms), a bound on live connections, the
  * set of live connections, and a close that stops accepting and closes them all.
  * What a connection is, is the protocol's; this file only counts and closes them.
+ * With `tls`, the listener speaks TLS (tls-credentials.ts) and hands the
+ * protocol a TLSSocket once its handshake is done.
  */
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { createServer as createTlsServer, type Server as TlsServer, type TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
+import type { TlsCredentials } from './tls-credentials.js';
 
 export type ListenerProtocol = 'mqtt' | 'amqp';
 
@@ -34,6 +38,8 @@ export interface TcpListenerOptions<C> {
   readonly connectionEvents?: ListenerConnectionEvents | undefined;
   /** Extra fields for the "listening" log line. */
   readonly describe?: Record<string, unknown>;
+  /** Serve TLS with these credentials (SIGHUP reloads reach this server). */
+  readonly tls?: TlsCredentials | undefined;
   /** Make the protocol's connection for a socket; it calls `closed` once when it is gone. */
   accept(socket: Socket, closed: () => void): C;
   /** Close one connection because the server is stopping. */
@@ -41,17 +47,58 @@ export interface TcpListenerOptions<C> {
 }
 
 export async function startTcpListener<C>(options: TcpListenerOptions<C>): Promise<TcpListener<C>> {
-  const { protocol, logger } = options;
-  const name = protocol.toUpperCase();
-  const live = new Set<C>();
-  const server = createServer({ noDelay: true });
-  server.on('connection', (socket: Socket) => {
-    if (live.size >= options.connectionsMax) {
-      logger.warn({ connectionsMax: options.connectionsMax }, `${name} connection refused: connectionsMax reached`);
-      socket.destroy();
+  const { protocol, logger, tls } = options;
+  const name = tls === undefined ? protocol.toUpperCase() : `${protocol.toUpperCase()} over TLS`;
+  const server = tls === undefined ? createServer({ noDelay: true }) : createTlsServer({ ...tls.serverOptions(), noDelay: true });
+  return serveConnections<C, Socket>({ ...options, name, server }, (admit) => {
+    if (tls === undefined) {
+      server.on('connection', (socket: Socket) => admit(socket, () => socket.destroy()));
       return;
     }
-    const connection = options.accept(socket, () => {
+    server.on('secureConnection', (socket: TLSSocket) => {
+      if (tls.admits(socket)) admit(socket, () => socket.destroy());
+      else {
+        logger.debug({ remote: socket.remoteAddress }, `${name} client certificate does not verify: closing`);
+        socket.destroy();
+      }
+    });
+  });
+}
+
+export interface ServedConnectionsOptions<C, T> extends Omit<TcpListenerOptions<C>, 'accept'> {
+  /** How the log lines call this listener ('MQTT over TLS'). */
+  readonly name: string;
+  /** A server made but not listening yet. */
+  readonly server: Server;
+  accept(transport: T, closed: () => void): C;
+}
+
+/**
+ * What every listener shares, whatever its transport (TCP, TLS, WebSocket):
+ * the bound on live connections, counting them, listening, and a close that
+ * stops accepting and shuts every connection. `onTransport` wires the
+ * server's events to `admit`, which refuses past connectionsMax.
+ */
+export async function serveConnections<C, T>(
+  options: ServedConnectionsOptions<C, T>,
+  onTransport: (admit: (transport: T, refuse: () => void) => void) => void,
+): Promise<TcpListener<C>> {
+  const { protocol, logger, name, server, tls } = options;
+  const live = new Set<C>();
+  if (tls !== undefined) {
+    tls.register(server as TlsServer);
+    // A failed handshake (no client certificate where one is required, TLS < 1.2, garbage) never reaches the protocol.
+    server.on('tlsClientError', (error: Error, socket: TLSSocket) => {
+      logger.debug({ err: error.message, remote: socket.remoteAddress }, `${name} handshake failed`);
+    });
+  }
+  onTransport((transport, refuse) => {
+    if (live.size >= options.connectionsMax) {
+      logger.warn({ connectionsMax: options.connectionsMax }, `${name} connection refused: connectionsMax reached`);
+      refuse();
+      return;
+    }
+    const connection = options.accept(transport, () => {
       if (live.delete(connection)) options.connectionEvents?.connectionClosed(protocol);
     });
     live.add(connection);
@@ -60,7 +107,7 @@ export async function startTcpListener<C>(options: TcpListenerOptions<C>): Promi
   server.on('error', (error: Error) => logger.error({ err: error }, `${name} listener error`));
   await listen(server, options.host, options.port);
   const port = (server.address() as AddressInfo).port;
-  logger.info({ host: options.host, port, ...options.describe }, `${name} listening`);
+  logger.info({ host: options.host, port, ...(tls ? { tls: true, clientCertificates: tls.settings.clientCertificates } : {}), ...options.describe }, `${name} listening`);
   return {
     port,
     connections: () => live.size,

@@ -24,7 +24,8 @@ export const nodeName = `cairn@${hostname()}`;
 export const defaultExchangeAlias = 'amq.default';
 
 export interface ListenerAddress {
-  readonly protocol: 'amqp' | 'mqtt' | 'http';
+  /** RabbitMQ's listener names: 'amqp/ssl' and 'mqtt/ssl' are TLS, 'http/web-mqtt' MQTT over WebSocket. */
+  readonly protocol: 'amqp' | 'mqtt' | 'http' | 'amqp/ssl' | 'mqtt/ssl' | 'https' | 'http/web-mqtt' | 'https/web-mqtt';
   readonly ipAddress: string;
   readonly port: number;
 }

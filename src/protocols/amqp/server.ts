@@ -11,6 +11,7 @@
 import type { Logger } from 'pino';
 import { anonymousUsers, type Users } from '../../auth/users.js';
 import { startTcpListener, type ListenerConnectionEvents, type TcpListener } from '../tcp-listener.js';
+import type { TlsCredentials } from '../tls-credentials.js';
 import type { AmqpCore } from '../../core/api.js';
 import { AmqpConnection, type AmqpConnectionContext } from './connection.js';
 import { resolveAmqpLimits, type AmqpLimits } from './limits.js';
@@ -28,6 +29,8 @@ export interface AmqpServerOptions {
   readonly connectionEvents?: ListenerConnectionEvents;
   /** Overrides of defaultAmqpLimits; the result is checked before listening. */
   readonly limits?: Partial<AmqpLimits>;
+  /** Serve AMQP over TLS (amqps, 5671) with these credentials. */
+  readonly tls?: TlsCredentials | undefined;
 }
 
 export type AmqpServer = TcpListener<AmqpConnection>;
@@ -38,7 +41,7 @@ export async function startAmqpServer(options: AmqpServerOptions): Promise<AmqpS
   const context: AmqpConnectionContext = { core: options.core, users: options.users ?? anonymousUsers, limits, logger };
   return startTcpListener<AmqpConnection>({
     protocol: 'amqp', host: options.host, port: options.port, connectionsMax: limits.connectionsMax, logger,
-    connectionEvents: options.connectionEvents, describe: { anonymous: context.users.size === 0 },
+    connectionEvents: options.connectionEvents, describe: { anonymous: context.users.size === 0 }, tls: options.tls,
     accept: (socket, closed) => new AmqpConnection(socket, context, closed),
     shutdown: (connection) => connection.shutdown(),
   });

@@ -19,12 +19,13 @@
  *   only `close` ends the connection: it runs once, detaches the session, and
  *   publishes the will unless the close was a DISCONNECT or a takeover.
  */
-import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { AssertionError, assert } from '../../assert.js';
 import { BrokerError, type Durable, type MqttClientLink, type MqttCore, type MqttOutgoingPublish, type MqttSessionHandle, type Qos } from '../../core/api.js';
+import type { AclSource } from '../../auth/acl-file.js';
 import type { Users } from '../../auth/users.js';
-import { socketDescription, type ConnectionDescription, type ManagedConnection } from '../connection-description.js';
+import { socketDescription, type ConnectionDescription, type DescribedTransport, type ManagedConnection } from '../connection-description.js';
 import { encodeConnack, encodePublish, encodePubrel, PacketDecoder, type ClientPacket } from './codec.js';
 import { isNormalClose, MqttConnectRefusedError, MqttLogFailedError, MqttProtocolError, type CloseReason } from './errors.js';
 import { PacketFramer } from './framer.js';
@@ -39,6 +40,7 @@ import { handlePubrel } from './handlers/pubrel.js';
 import { handleSubscribe } from './handlers/subscribe.js';
 import { handleUnsubscribe } from './handlers/unsubscribe.js';
 import type { MqttLimits } from './limits.js';
+import { unrestrictedTopicAccess, type AccessDeniedListener, type MqttTopicAccess } from './topic-access.js';
 
 /** What every connection of one server shares. */
 export interface MqttConnectionContext {
@@ -46,7 +48,17 @@ export interface MqttConnectionContext {
   readonly users: Users;
   readonly limits: MqttLimits;
   readonly logger: Logger;
+  /** Topic ACL (--acl); absent: every topic is open to every client that logged in. */
+  readonly acl?: AclSource | undefined;
+  readonly accessDenied?: AccessDeniedListener | undefined;
 }
+
+/**
+ * What a connection reads packets from and writes them to: a TCP or TLS
+ * socket, or a WebSocket seen as a stream (websocket-stream.ts). Sockets
+ * come with TCP_NODELAY set by their listener.
+ */
+export type MqttTransport = Duplex & DescribedTransport;
 
 export interface Will {
   readonly topic: string;
@@ -83,16 +95,18 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
   private loggerValue: Logger;
   private readonly connectedAt = Date.now();
   private username: string | undefined = undefined;
+  /** Set at CONNECT, once the user name is known. */
+  topicAccess: MqttTopicAccess = unrestrictedTopicAccess;
 
   constructor(
-    readonly socket: Socket,
+    readonly socket: MqttTransport,
     readonly context: MqttConnectionContext,
     private readonly onClosed: (connection: MqttConnection, reason: CloseReason) => void,
+    /** The user name a verified TLS client certificate gives this connection (--tls-identity-as-username): it replaces CONNECT's user name and password. */
+    readonly certificateIdentity?: string,
   ) {
     this.loggerValue = context.logger.child({ remote: `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}` });
     this.framer = new PacketFramer(context.limits.packetBytesMax);
-    // Nagle would hold small acks for up to ~40 ms waiting for more data.
-    socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => this.receive(chunk));
     socket.on('error', (error: Error) => {
       this.logger.debug({ err: error.message }, 'MQTT socket error');

@@ -7,12 +7,16 @@
  * Invariant: a misbehaving connection only ever closes itself; nothing a
  * client sends can throw out of a connection into the server.
  */
+import type { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
 import type { MqttCore } from '../../core/api.js';
+import type { AclSource } from '../../auth/acl-file.js';
 import { anonymousUsers, type Users } from '../../auth/users.js';
 import { startTcpListener, type ListenerConnectionEvents, type TcpListener } from '../tcp-listener.js';
+import type { TlsCredentials } from '../tls-credentials.js';
 import { MqttConnection, type MqttConnectionContext } from './connection.js';
 import { resolveMqttLimits, type MqttLimits } from './limits.js';
+import type { AccessDeniedListener } from './topic-access.js';
 
 export interface MqttServerOptions {
   readonly core: MqttCore;
@@ -27,18 +31,31 @@ export interface MqttServerOptions {
   readonly users?: Users;
   /** Told when a connection opens and closes (metrics). */
   readonly connectionEvents?: ListenerConnectionEvents;
+  /** Serve MQTT over TLS (8883) with these credentials. */
+  readonly tls?: TlsCredentials | undefined;
+  /** Topic ACL (--acl). */
+  readonly acl?: AclSource | undefined;
+  /** Told of every ACL refusal (metrics). */
+  readonly accessDenied?: AccessDeniedListener | undefined;
 }
 
 export type MqttServer = TcpListener<MqttConnection>;
 
+/** The limits checked once, the logger and the context every connection of one listener shares. */
+export function mqttConnectionContext(options: MqttServerOptions): MqttConnectionContext {
+  return {
+    core: options.core, users: options.users ?? anonymousUsers, limits: resolveMqttLimits(options.limits),
+    logger: options.logger.child({ protocol: 'mqtt' }), acl: options.acl, accessDenied: options.accessDenied,
+  };
+}
+
 export async function startMqttServer(options: MqttServerOptions): Promise<MqttServer> {
-  const limits = resolveMqttLimits(options.limits);
-  const logger = options.logger.child({ protocol: 'mqtt' });
-  const context: MqttConnectionContext = { core: options.core, users: options.users ?? anonymousUsers, limits, logger };
+  const context = mqttConnectionContext(options);
+  const { tls } = options;
   return startTcpListener<MqttConnection>({
-    protocol: 'mqtt', host: options.host, port: options.port, connectionsMax: limits.connectionsMax, logger,
-    connectionEvents: options.connectionEvents, describe: { anonymous: context.users.size === 0 },
-    accept: (socket, closed) => new MqttConnection(socket, context, closed),
+    protocol: 'mqtt', host: options.host, port: options.port, connectionsMax: context.limits.connectionsMax, logger: context.logger,
+    connectionEvents: options.connectionEvents, describe: { anonymous: context.users.size === 0, acl: context.acl !== undefined }, tls,
+    accept: (socket, closed) => new MqttConnection(socket, context, closed, tls?.identityOf(socket as TLSSocket)),
     shutdown: (connection) => connection.close('server-closing'),
   });
 }

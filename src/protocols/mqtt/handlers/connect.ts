@@ -12,6 +12,7 @@ import type { AuthOutcome } from '../../../auth/users.js';
 import { ConnackReturnCode, peekConnectProtocol } from '../codec.js';
 import type { MqttConnection, Will } from '../connection.js';
 import { MqttConnectRefusedError, MqttLogFailedError, MqttProtocolError } from '../errors.js';
+import { topicAccessFor } from '../topic-access.js';
 
 const protocolName = 'MQTT';
 const protocolLevel = 4;
@@ -42,13 +43,21 @@ export async function handleConnect(connection: MqttConnection, packet: IConnect
   const cleanSession = packet.clean !== false;
   const clientId = chooseClientId(packet.clientId, cleanSession);
   const will = readWill(packet);
-  const { core, users } = connection.context;
-  const outcome = await users.authenticate('mqtt', packet.username, packet.password);
+  const { core, users, acl } = connection.context;
+  // A verified certificate's CN stands for user name and password (Mosquitto's use_identity_as_username).
+  const identity = connection.certificateIdentity;
+  const username = identity ?? packet.username;
+  const outcome = identity !== undefined ? users.admit('mqtt', identity) : await users.authenticate('mqtt', packet.username, packet.password);
   if (connection.isClosed) return;
-  refuseUnlessAllowed(outcome, packet.username);
+  refuseUnlessAllowed(outcome, username);
+  if (acl !== undefined) connection.topicAccess = topicAccessFor(acl, { username, clientId }, connection.context.accessDenied);
+  // As Mosquitto: a will the client could not publish itself refuses the CONNECT.
+  if (will !== undefined && !connection.topicAccess.mayPublish(will.topic)) {
+    throw new MqttConnectRefusedError(ConnackReturnCode.notAuthorized, `the ACL does not let '${username ?? ''}' publish its will topic '${will.topic.slice(0, 128)}'`);
+  }
 
-  const { session, sessionPresent, durable } = core.connect(clientId, cleanSession, connection);
-  connection.attach(clientId, session, will, packet.username);
+  const { session, sessionPresent, durable } = core.connect(clientId, cleanSession, connection, acl === undefined ? undefined : connection.topicAccess);
+  connection.attach(clientId, session, will, username);
   if (durable !== undefined) {
     try {
       await durable;
@@ -90,7 +99,7 @@ function refuseUnlessAllowed(outcome: AuthOutcome, username: string | undefined)
     case 'not-authorized':
       throw new MqttConnectRefusedError(
         ConnackReturnCode.notAuthorized,
-        username === undefined ? 'credentials required' : `user '${username}' may not use MQTT`,
+        username === undefined ? 'credentials required' : `user '${username}' is not a user that may use MQTT`,
       );
     case 'busy':
       throw new MqttConnectRefusedError(ConnackReturnCode.serverUnavailable, 'too many logins being verified, try again');

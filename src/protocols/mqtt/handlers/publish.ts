@@ -4,7 +4,9 @@
  * acknowledgement (PUBACK for QoS 1 [MQTT-4.3.2-2], PUBREC for QoS 2
  * [MQTT-4.3.3-2]) is sent only once the core says the message is durable; a
  * QoS 2 resend of an id whose PUBREL has not arrived is not routed again by
- * the core, and gets its PUBREC again.
+ * the core, and gets its PUBREC again. A PUBLISH the topic ACL refuses is
+ * dropped and acknowledged at once (its PUBREL then finds no packet id to
+ * forget, and gets PUBCOMP).
  */
 import type { MqttIncomingPublish } from '../../../core/api.js';
 import type { ClientPacketOf } from '../client-packet-rules.js';
@@ -15,6 +17,13 @@ export function handlePublish(connection: MqttConnection, packet: ClientPacketOf
   // Copied: the decoded payload is a view of a socket chunk, and a queued
   // message would otherwise keep that whole chunk alive.
   const payload = typeof packet.payload === 'string' ? Buffer.from(packet.payload, 'utf8') : Buffer.from(packet.payload);
+  if (!connection.topicAccess.mayPublish(packet.topic)) {
+    connection.logger.debug({ topic: packet.topic.slice(0, 128), qos: packet.qos }, 'MQTT PUBLISH refused by the ACL: dropped');
+    // MQTT 3.1.1 has no negative acknowledgement: the flow completes as if the message had gone nowhere.
+    if (packet.qos === 1) connection.write(encodePuback(packet.messageId));
+    if (packet.qos === 2) connection.write(encodePubrec(packet.messageId));
+    return;
+  }
   if (packet.qos === 0) {
     const result = connection.session.publish({ topic: packet.topic, payload, qos: 0, retain: packet.retain });
     // QoS 0 has nothing to acknowledge, but a failed log still ends the connection.

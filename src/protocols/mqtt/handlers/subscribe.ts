@@ -1,6 +1,7 @@
 /**
- * SUBSCRIBE [MQTT-3.8]. Each filter is validated here; an invalid one is
- * answered with 0x80 (failure) in its SUBACK slot and never reaches the core.
+ * SUBSCRIBE [MQTT-3.8]. Each filter is validated here; an invalid one, or one
+ * the topic ACL refuses, is answered with 0x80 (failure) in its SUBACK slot
+ * [MQTT-3.9.3-1] and never reaches the core.
  * SUBACK goes out once the subscriptions are durable, and only then are the
  * retained messages matching the granted filters sent [MQTT-3.3.1-6], so they
  * follow the SUBACK on the wire.
@@ -27,6 +28,9 @@ export function handleSubscribe(connection: MqttConnection, packet: ClientPacket
     const problem = validateTopicFilter(subscription.topic);
     if (problem !== undefined) {
       connection.logger.debug({ filter: subscription.topic.slice(0, 128), problem }, 'MQTT SUBSCRIBE with an invalid filter');
+      slots.push(undefined);
+    } else if (!connection.topicAccess.maySubscribe(subscription.topic)) {
+      connection.logger.debug({ filter: subscription.topic.slice(0, 128) }, 'MQTT SUBSCRIBE refused by the ACL');
       slots.push(undefined);
     } else {
       slots.push(requests.length);
