@@ -119,7 +119,7 @@ export async function startCairn(config: ServeConfig, logger: Logger, internals:
     const ws = await start(config.wsPort, (port) => startMqttWebSocketServer(mqttOptions(port)));
     const wss = await start(config.wssPort, (port) => startMqttWebSocketServer({ ...mqttOptions(port), tls }));
     const amqpOptions = (port: number): Parameters<typeof startAmqpServer>[0] => ({
-      core: broker.amqp, host: config.bind, port, logger, users, connectionEvents: metrics,
+      core: broker.amqp, host: config.bind, port, logger, users, connectionEvents: metrics, accessDenied: () => metrics.accessDenied('amqp'),
     });
     const amqp = await start(config.amqpPort, (port) => startAmqpServer(amqpOptions(port)));
     const amqps = await start(config.amqpsPort, (port) => startAmqpServer({ ...amqpOptions(port), tls }));

@@ -15,6 +15,10 @@
  *   (setUserPassword). A plain-text password in the file is refused at load.
  * - `mqtt`, `amqp`, `http` say which listeners the user may log in to; each
  *   defaults to true when absent, so `false` is how a user is kept out.
+ * - `amqp` may also be RabbitMQ's permissions on the vhost '/', three regular
+ *   expressions searched in exchange and queue names (amqp-permissions.ts):
+ *     "amqp": { "configure": "^(sensor-.*)$", "write": "^amq\\.topic$", "read": ".*" }
+ *   `true` is { ".*", ".*", ".*" }; "^$" grants nothing.
  * - No file, or a file with no users: anonymous access is allowed (the
  *   listeners are then open, as the reference broker's are).
  *
@@ -25,6 +29,7 @@
  */
 import { createHmac, randomBytes, scrypt as scryptCallback, timingSafeEqual } from 'node:crypto';
 import { readFile, rename, writeFile } from 'node:fs/promises';
+import { parseAmqpPermissions, type AmqpPermissions } from './amqp-permissions.js';
 
 export type Protocol = 'mqtt' | 'amqp' | 'http';
 
@@ -64,6 +69,8 @@ interface UserEntry {
   readonly salt: Buffer;
   readonly hash: Buffer;
   readonly permissions: Readonly<Record<Protocol, boolean>>;
+  /** undefined: everything on the vhost (also when `amqp` is true). */
+  readonly amqpPermissions: AmqpPermissions | undefined;
 }
 
 export interface Users {
@@ -76,6 +83,8 @@ export interface Users {
    * certificate): no password, only whether the user exists and may use the protocol.
    */
   admit(protocol: Protocol, username: string): AuthOutcome;
+  /** RabbitMQ-style permissions of a logged-in AMQP user; undefined: unrestricted (and always so without users). */
+  amqpPermissions(username: string | undefined): AmqpPermissions | undefined;
 }
 
 /** Hash a password for the users file: `scrypt$<salt b64>$<hash b64>`. */
@@ -98,6 +107,7 @@ export const anonymousUsers: Users = {
   size: 0,
   authenticate: () => Promise.resolve('allowed'),
   admit: () => 'allowed',
+  amqpPermissions: () => undefined,
 };
 
 /** Read and check the users file. A missing or malformed file is a UsersFileError naming the file (never its contents). */
@@ -169,7 +179,7 @@ class UserDirectory implements Users {
   constructor(entries: readonly UserEntry[]) {
     for (const entry of entries) this.byName.set(entry.username, entry);
     const first = entries[0];
-    this.dummy = { username: '', salt: first?.salt ?? randomBytes(scryptSaltBytes), hash: randomBytes(scryptKeyBytes), permissions: { mqtt: false, amqp: false, http: false } };
+    this.dummy = { username: '', salt: first?.salt ?? randomBytes(scryptSaltBytes), hash: randomBytes(scryptKeyBytes), permissions: { mqtt: false, amqp: false, http: false }, amqpPermissions: undefined };
   }
 
   get size(): number {
@@ -194,6 +204,10 @@ class UserDirectory implements Users {
     }
     if (!passwordMatches || entry === undefined) return 'bad-credentials';
     return entry.permissions[protocol] ? 'allowed' : 'not-authorized';
+  }
+
+  amqpPermissions(username: string | undefined): AmqpPermissions | undefined {
+    return username === undefined ? undefined : this.byName.get(username)?.amqpPermissions;
   }
 
   admit(protocol: Protocol, username: string): AuthOutcome {
@@ -241,13 +255,20 @@ function parseEntries(text: string, source: string): UserEntry[] {
     // The reason never includes the value: it might be a plain-text password.
     if (password === undefined) throw invalid(`${where}.password for '${username}' must be a scrypt hash (scrypt$<salt>$<hash>; make one with cairn passwd)`);
     const permissions = { mqtt: true, amqp: true, http: true };
+    let amqpPermissions: AmqpPermissions | undefined;
     for (const protocol of ['mqtt', 'amqp', 'http'] as const) {
       const value = fields[protocol];
       if (value === undefined) continue;
-      if (typeof value !== 'boolean') throw invalid(`${where}.${protocol} must be true or false`);
+      if (protocol === 'amqp' && typeof value === 'object' && value !== null) {
+        const parsed = parseAmqpPermissions(value as Record<string, unknown>);
+        if (typeof parsed === 'string') throw invalid(`${where}.amqp: ${parsed}`);
+        amqpPermissions = parsed;
+        continue;
+      }
+      if (typeof value !== 'boolean') throw invalid(`${where}.${protocol} must be true or false${protocol === 'amqp' ? ' or {"configure","write","read"} regular expressions' : ''}`);
       permissions[protocol] = value;
     }
-    return { username, salt: password.salt, hash: password.hash, permissions };
+    return { username, salt: password.salt, hash: password.hash, permissions, amqpPermissions };
   });
 }
 

@@ -18,8 +18,11 @@ export interface EdgeBroker {
   readonly running: RunningCairn;
   /** Write a file beside the data directory; returns its path. */
   file(name: string, text: string): string;
-  /** Connect with MQTT.js (no reconnects); resolves on CONNACK 0, rejects with the refusal. */
-  connect(url: string, options?: IClientOptions): Promise<{ client: MqttClient; connack: IConnackPacket }>;
+  /**
+   * Connect with MQTT.js (no reconnects); resolves on CONNACK 0, rejects with the refusal.
+   * `lines`: collect messages from the start (those that follow CONNACK in the same read too).
+   */
+  connect(url: string, options?: IClientOptions): Promise<{ client: MqttClient; connack: IConnackPacket; lines: string[] }>;
   close(): Promise<void>;
 }
 
@@ -44,8 +47,9 @@ export async function startEdgeBroker(args: (dir: string) => readonly string[] |
     connect: (url, options = {}) => {
       const client = mqtt.connect(url, { protocolVersion: 4, reconnectPeriod: 0, connectTimeout: 5_000, ...options });
       clients.push(client);
+      const lines = collectMessages(client);
       return new Promise((resolve, reject) => {
-        client.once('connect', (connack) => resolve({ client, connack }));
+        client.once('connect', (connack) => resolve({ client, connack, lines }));
         client.once('error', reject);
         client.once('close', () => reject(new Error('closed before CONNACK')));
       });

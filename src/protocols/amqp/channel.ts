@@ -35,6 +35,7 @@ import type { ChannelDescription } from '../connection-description.js';
 import { ContentAssembler } from './content-assembler.js';
 import { ChannelConsumer, type ConsumerChannel } from './consumer.js';
 import { dispatchChannelMethod, publishAssembled } from './dispatch.js';
+import type { AmqpAccess } from './permission-check.js';
 import { AmqpChannelError, AmqpConnectionError, AmqpLogFailedError, type WireError } from './errors.js';
 import type { AmqpLimits } from './limits.js';
 import { OrderedReplies } from './ordered-replies.js';
@@ -57,6 +58,8 @@ export interface ChannelHost {
   fail(error: unknown, channel: number): void;
   /** The channel finished closing: its number may be opened again. */
   channelFinished(channel: number): void;
+  /** The logged-in user's permissions (permission-check.ts); undefined: unrestricted. */
+  readonly access?: AmqpAccess | undefined;
 }
 
 export type ChannelState = 'open' | 'closing' | 'finished';

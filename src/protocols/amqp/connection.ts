@@ -43,6 +43,7 @@ import { plainTableOf } from './field-table-json.js';
 import { dispatchConnectionMethod } from './handlers/connection.js';
 import { Heartbeat, type HeartbeatPeer } from './heartbeat.js';
 import type { AmqpLimits } from './limits.js';
+import type { AmqpAccess } from './permission-check.js';
 import { saslMechanisms, serverProperties } from './server-properties.js';
 
 /** What every connection of one server shares. */
@@ -51,6 +52,8 @@ export interface AmqpConnectionContext {
   readonly users: Users;
   readonly limits: AmqpLimits;
   readonly logger: Logger;
+  /** Told of every permission refusal (metrics). */
+  readonly accessDenied?: (() => void) | undefined;
 }
 
 export type ConnectionState =
@@ -88,6 +91,8 @@ export class AmqpConnection implements ChannelHost, HeartbeatPeer, ManagedConnec
   clientProperties: FieldTable = {};
   private readonly connectedAt = Date.now();
   private username: string | undefined = undefined;
+  /** Set once the login is accepted, when the user's permissions are restricted. */
+  access: AmqpAccess | undefined = undefined;
 
   constructor(
     readonly socket: Socket,
@@ -249,6 +254,9 @@ export class AmqpConnection implements ChannelHost, HeartbeatPeer, ManagedConnec
     this.stateValue = 'awaiting-tune-ok';
     this.username = username;
     if (username !== undefined) this.loggerValue = this.loggerValue.child({ user: username });
+    const permissions = this.context.users.amqpPermissions(username);
+    const denied = this.context.accessDenied ?? ((): void => undefined);
+    if (permissions !== undefined) this.access = { username, permissions, denied };
     const { limits } = this.context;
     this.sendMethod(0, { name: 'connection.tune', channelMax: limits.channelMax, frameMax: limits.frameMaxBytes, heartbeat: limits.heartbeatSeconds });
     this.updateReading();

@@ -20,6 +20,7 @@ import { handleConfirmSelect } from './handlers/confirm.js';
 import { handleExchangeBind, handleExchangeDeclare, handleExchangeDelete } from './handlers/exchange.js';
 import { handleQueueBind, handleQueueDeclare, handleQueueDelete, handleQueuePurge, handleQueueUnbind } from './handlers/queue.js';
 import { handleTransaction } from './handlers/unsupported.js';
+import { checkPermissions } from './permission-check.js';
 
 export { publishAssembled } from './handlers/basic-publish.js';
 
@@ -59,6 +60,7 @@ const channelMethodHandlers: ChannelMethodHandlers = {
 export function dispatchChannelMethod(channel: AmqpChannel, method: AmqpMethod): void {
   const handler = channelMethodHandlers[method.name] as ChannelMethodHandler<AmqpMethodName> | undefined;
   if (handler === undefined) throw notOnOpenChannel(method.name, channel.number);
+  checkPermissions(channel, method);
   handler(channel, method as never);
 }
 

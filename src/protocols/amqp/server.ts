@@ -31,6 +31,8 @@ export interface AmqpServerOptions {
   readonly limits?: Partial<AmqpLimits>;
   /** Serve AMQP over TLS (amqps, 5671) with these credentials. */
   readonly tls?: TlsCredentials | undefined;
+  /** Told of every permission refusal (metrics). */
+  readonly accessDenied?: (() => void) | undefined;
 }
 
 export type AmqpServer = TcpListener<AmqpConnection>;
@@ -38,7 +40,7 @@ export type AmqpServer = TcpListener<AmqpConnection>;
 export async function startAmqpServer(options: AmqpServerOptions): Promise<AmqpServer> {
   const limits = resolveAmqpLimits(options.limits);
   const logger = options.logger.child({ protocol: 'amqp' });
-  const context: AmqpConnectionContext = { core: options.core, users: options.users ?? anonymousUsers, limits, logger };
+  const context: AmqpConnectionContext = { core: options.core, users: options.users ?? anonymousUsers, limits, logger, accessDenied: options.accessDenied };
   return startTcpListener<AmqpConnection>({
     protocol: 'amqp', host: options.host, port: options.port, connectionsMax: limits.connectionsMax, logger,
     connectionEvents: options.connectionEvents, describe: { anonymous: context.users.size === 0 }, tls: options.tls,
