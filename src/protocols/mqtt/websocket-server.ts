@@ -32,7 +32,8 @@ interface AcceptedWebSocket {
 
 export async function startMqttWebSocketServer(options: MqttServerOptions): Promise<MqttServer> {
   const context = mqttConnectionContext(options);
-  const { tls, logger } = { tls: options.tls, logger: context.logger };
+  const { tls } = options;
+  const { logger } = context;
   const name = tls === undefined ? 'MQTT over WebSocket' : 'MQTT over secure WebSocket';
   const server = tls === undefined ? createHttpServer() : createHttpsServer(tls.serverOptions());
   const webSockets = new WebSocketServer({
