@@ -93,7 +93,7 @@ describe('TLS listeners (server certificate only)', () => {
     }
   });
 
-  it('HTTPS answers the API with the CA', async () => {
+  it('HTTPS answers the API with the CA; the overview lists the TLS listeners by RabbitMQ\'s names', async () => {
     await start();
     const body = await new Promise<string>((resolve, reject) => {
       httpsGet({ host: '127.0.0.1', port: broker!.running.httpsPort!, path: '/api/overview', ca: certificates.ca }, (response) => {
@@ -102,7 +102,13 @@ describe('TLS listeners (server certificate only)', () => {
         response.on('end', () => resolve(text));
       }).once('error', reject);
     });
-    expect(JSON.parse(body)).toHaveProperty('log');
+    const overview = JSON.parse(body) as { listeners: Array<{ protocol: string; port: number }> };
+    const running = broker!.running;
+    expect(overview.listeners).toEqual(expect.arrayContaining([
+      expect.objectContaining({ protocol: 'https', port: running.httpsPort }),
+      expect.objectContaining({ protocol: 'mqtt/ssl', port: running.mqttsPort }),
+      expect.objectContaining({ protocol: 'amqp/ssl', port: running.amqpsPort }),
+    ]));
   });
 
   it('mosquitto_sub and mosquitto_pub with --cafile', async () => {
