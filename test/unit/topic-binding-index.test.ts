@@ -66,16 +66,16 @@ describe('TopicBindingIndex', () => {
     expect(index.nodeCount).toBe(1);
   });
 
-  it('stays fast with chains of "#" against a 1,000-word key', () => {
+  // A backtracking matcher would need ~C(1000, 5) steps here and never finish: the test's own
+  // timeout is the bound, not a wall-clock assertion that a loaded CI machine can miss.
+  it('stays fast with chains of "#" against a 1,000-word key', { timeout: 10_000 }, () => {
     const index = new TopicBindingIndex<string>();
     index.add('#.#.#.#.#.x', 'chain');
     index.add('#.w1.#.w2.#.w3.#.x', 'interleaved');
     index.add('*.#.*.#.*.#.y', 'stars');
     const words = Array.from({ length: 1_000 }, (_, position) => `w${position % 7}`);
-    const start = performance.now();
     expect(sortedMatch(index, [...words, 'x'].join('.'))).toEqual(['chain', 'interleaved']);
     expect(sortedMatch(index, [...words, 'y'].join('.'))).toEqual(['stars']);
     expect(sortedMatch(index, [...words, 'z'].join('.'))).toEqual([]);
-    expect(performance.now() - start).toBeLessThan(100);
   });
 });
