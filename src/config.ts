@@ -32,6 +32,8 @@ export interface ServeConfig {
   readonly wsPort: number | undefined;
   readonly wssPort: number | undefined;
   readonly aclFile: string | undefined;
+  /** Seconds between $SYS publications; 0: no $SYS topics. */
+  readonly sysIntervalSeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -73,6 +75,7 @@ export const serveFlags: Readonly<Record<string, FlagSpec>> = {
   'ws-port': { env: 'CAIRN_WS_PORT', help: "MQTT over WebSocket port (ws://HOST:PORT/mqtt), e.g. 8080; 'off' disables", fallback: 'off' },
   'wss-port': { env: 'CAIRN_WSS_PORT', help: "MQTT over secure WebSocket port (wss://HOST:PORT/mqtt, with --tls-cert); 'off' disables", fallback: 'off' },
   acl: { env: 'CAIRN_ACL', help: "topic ACL file (Mosquitto's acl_file format), re-read on SIGHUP; none = every topic open", fallback: undefined },
+  'sys-interval': { env: 'CAIRN_SYS_INTERVAL', help: 'seconds between MQTT $SYS topic updates (0: no $SYS topics)', fallback: '10' },
 };
 
 export function parseServeArgs(args: readonly string[], env: NodeJS.ProcessEnv): ServeConfig {
@@ -106,6 +109,7 @@ export function parseServeArgs(args: readonly string[], env: NodeJS.ProcessEnv):
     sessionQueueMessagesMax: positiveInteger('session-queue-max', get('session-queue-max')!, 1),
     queueReadyMessagesMax: positiveInteger('queue-max', get('queue-max')!, 1),
     mqttPacketBytesMax: optional(get('mqtt-max-packet-bytes'), (v) => positiveInteger('mqtt-max-packet-bytes', v, 64)),
+    sysIntervalSeconds: positiveInteger('sys-interval', get('sys-interval')!, 0),
   };
 }
 

@@ -49,6 +49,7 @@ export interface MetricsTotals {
   readonly messagesIn: Readonly<Record<MetricsProtocol, number>>;
   readonly messagesOut: Readonly<Record<MetricsProtocol, number>>;
   readonly fsyncs: number;
+  readonly connectionsOpened: Readonly<Record<MetricsProtocol, number>>;
 }
 
 type ProtocolCounters = Record<MetricsProtocol, ReturnType<CounterType<'protocol'>['labels']>>;
@@ -74,6 +75,7 @@ export class Metrics {
   private readonly connectionsClosed: Counter;
   private readonly accessDenials: Counter<'action'>;
   private readonly connectionCounts: Record<MetricsProtocol, number> = { mqtt: 0, amqp: 0 };
+  private readonly openedTotals: Record<MetricsProtocol, number> = { mqtt: 0, amqp: 0 };
   private collecting: Broker | undefined = undefined;
   private aggregatedView: Registry | undefined;
   private perObjectView: Registry | undefined;
@@ -152,6 +154,7 @@ export class Metrics {
 
   connectionOpened(protocol: MetricsProtocol): void {
     this.connectionCounts[protocol]++;
+    this.openedTotals[protocol]++;
     this.connectionsOpened.inc();
   }
 
@@ -166,7 +169,7 @@ export class Metrics {
   }
 
   totals(): MetricsTotals {
-    return { messagesIn: { ...this.inTotals }, messagesOut: { ...this.outTotals }, fsyncs: this.fsyncTotal };
+    return { messagesIn: { ...this.inTotals }, messagesOut: { ...this.outTotals }, fsyncs: this.fsyncTotal, connectionsOpened: { ...this.openedTotals } };
   }
 
   /**

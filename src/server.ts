@@ -31,6 +31,7 @@ import { defaultMqttLimits } from './protocols/mqtt/limits.js';
 import { startMqttServer, type MqttServerOptions } from './protocols/mqtt/server.js';
 import { startMqttWebSocketServer } from './protocols/mqtt/websocket-server.js';
 import { TlsCredentials } from './protocols/tls-credentials.js';
+import { startSysTopics } from './sys-topics.js';
 import { version } from './version.js';
 
 export interface RunningCairn {
@@ -131,6 +132,14 @@ export async function startCairn(config: ServeConfig, logger: Logger, internals:
       ...mqttListeners.flatMap((listener): readonly ManagedConnection[] => listener?.list() ?? []),
       ...amqpListeners.flatMap((listener): readonly ManagedConnection[] => listener?.list() ?? []),
     ];
+    if (config.sysIntervalSeconds > 0 && mqttListeners.some((listener) => listener !== undefined)) {
+      const bytes = (): { received: number; sent: number } => mqttListeners.reduce((sum, listener) => {
+        const counted = listener?.bytes() ?? { received: 0, sent: 0 };
+        return { received: sum.received + counted.received, sent: sum.sent + counted.sent };
+      }, { received: 0, sent: 0 });
+      const sys = startSysTopics({ broker, version, totals: () => metrics.totals(), bytes }, config.sysIntervalSeconds);
+      stop.listener(async () => sys.stop());
+    }
     const address = (protocol: ListenerAddress['protocol'], listener: { port: number } | undefined): ListenerAddress[] => (listener ? [{ protocol, ipAddress: config.bind, port: listener.port }] : []);
     const listeners: ListenerAddress[] = [
       ...address('mqtt', mqtt), ...address('mqtt/ssl', mqtts), ...address('http/web-mqtt', ws), ...address('https/web-mqtt', wss),

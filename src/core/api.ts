@@ -119,6 +119,13 @@ export interface MqttCore {
   connect(clientId: string, cleanSession: boolean, link: MqttClientLink, reader?: MqttTopicReader): { session: MqttSessionHandle; sessionPresent: boolean; durable: Durable };
   /** A publish that belongs to no live session: the will message of a connection that died [MQTT-3.1.2-8]. */
   publishWill(clientId: string, publish: Omit<MqttIncomingPublish, 'packetId'>): Durable;
+  /**
+   * The broker's own retained value for a `$SYS/...` topic: sent at QoS 0 to
+   * the subscribers matching it now, kept (in memory only) for those who
+   * subscribe later. Never a record: it describes this process, not state that
+   * must survive it.
+   */
+  publishSystem(topic: string, payload: Uint8Array): void;
 }
 
 // ───────────────────────────── AMQP ─────────────────────────────

@@ -64,6 +64,8 @@ export class Broker {
   readonly subscriptions = new SubscriptionIndex<SessionRuntime>();
   readonly exchanges = new Map<string, ExchangeRuntime>();
   readonly queues = new Map<string, QueueRuntime>();
+  /** $SYS retained values (MqttCore.publishSystem): this process's figures, never recorded. */
+  readonly systemRetained = new Map<string, StoredMessage>();
   readonly limits: CoreLimits;
   readonly ingestRoutes: readonly IngestRoute[];
   recovery: RecoveryReport | undefined = undefined;
@@ -92,7 +94,7 @@ export class Broker {
     this.amqp = amqp;
     this.mqtt = new MqttCoreImpl({
       committer: this.committer, limits: this.limits, delivery, observer, state, sessions: this.sessions, subscriptions: this.subscriptions,
-      ingestRoutes: this.ingestRoutes, clock,
+      ingestRoutes: this.ingestRoutes, clock, systemRetained: this.systemRetained,
       dispatch: (queue) => amqp.dispatchQueue(queue),
       bridgeQueues: (routingKey) => this.bridgeQueues(routingKey),
       nextDocumentId: (collection) => this.nextDocumentId(collection),

@@ -7,6 +7,7 @@
  * handle checks its generation first, so the loser of the race can neither
  * deliver nor acknowledge anything after that.
  */
+import { assert } from '../assert.js';
 import type { DocBody, SubBody } from '../projections/records.js';
 import type {
   Durable, MqttClientLink, MqttCore, MqttIncomingPublish, MqttPublishResult, MqttSessionHandle, MqttSubscribeResult, MqttTopicReader, Qos,
@@ -18,7 +19,7 @@ import { minQos, swapSeparators, SessionRuntime } from './mqtt-sessions.js';
 import { publish, type PublishContext } from './publish.js';
 import { SubscriptionIndex } from './subscription-index.js';
 import { topicMatchesFilter, validateTopicFilter } from './topic-filter.js';
-import type { BrokerState } from '../projections/state.js';
+import type { BrokerState, StoredMessage } from '../projections/state.js';
 
 export interface MqttCoreContext extends PublishContext {
   readonly state: BrokerState;
@@ -26,6 +27,8 @@ export interface MqttCoreContext extends PublishContext {
   readonly subscriptions: SubscriptionIndex<SessionRuntime>;
   readonly ingestRoutes: readonly IngestRoute[];
   readonly clock: () => number;
+  /** The broker's own retained values ($SYS topics), in memory only: never recorded, never in a snapshot. */
+  readonly systemRetained: Map<string, StoredMessage>;
   /** Queues bound to amq.topic that match this routing key (the bridge into AMQP). */
   bridgeQueues(routingKey: string): QueueRuntime[];
   nextDocumentId(collection: string): number;
@@ -65,6 +68,14 @@ export class MqttCoreImpl implements MqttCore {
 
   publishWill(clientId: string, will: Omit<MqttIncomingPublish, 'packetId'>): Durable {
     return mqttPublish(this.context, clientId, undefined, will);
+  }
+
+  publishSystem(topic: string, payload: Uint8Array): void {
+    assert(topic.startsWith('$SYS/'), `publishSystem: '${topic}' is not a $SYS topic`);
+    const message: StoredMessage = { lsn: 0, timestamp: this.context.clock(), topic, payload, qos: 0, from: '$SYS' };
+    this.context.systemRetained.set(topic, message);
+    // Live subscribers get it with retain=0, like any forwarded publish [MQTT-3.3.1-9].
+    for (const session of this.context.subscriptions.match(topic).keys()) this.context.delivery.sendDirect(session, message, false);
   }
 
   private discard(session: SessionRuntime): void {
@@ -123,6 +134,12 @@ class SessionHandle implements MqttSessionHandle {
     for (const filter of filters) {
       const subscriptionQos = this.session.state.subscriptions.get(filter);
       if (subscriptionQos === undefined) continue;
+      // $SYS values only ever match a filter that starts with '$' [MQTT-4.7.2-1]; they are QoS 0.
+      if (filter.startsWith('$')) {
+        for (const value of this.context.systemRetained.values()) {
+          if (topicMatchesFilter(value.topic, filter)) this.context.delivery.sendDirect(this.session, value, true);
+        }
+      }
       for (const retained of state.retained.values()) {
         if (!topicMatchesFilter(retained.topic, filter) || this.session.reader?.mayRead(retained.topic) === false) continue;
         const qos = minQos(retained.qos, subscriptionQos);

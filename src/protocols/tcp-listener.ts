@@ -24,6 +24,8 @@ export interface TcpListener<C = unknown> {
   connections(): number;
   /** The live connections themselves (for the management API), handshaking ones included. */
   list(): readonly C[];
+  /** Bytes received and sent since the listener started, closed connections included ($SYS). */
+  bytes(): { received: number; sent: number };
   /** Stop accepting, close every connection, resolve when the listener is closed. */
   close(): Promise<void>;
 }
@@ -84,7 +86,13 @@ export async function serveConnections<C, T>(
   onTransport: (admit: (transport: T, refuse: () => void) => void) => void,
 ): Promise<TcpListener<C>> {
   const { protocol, logger, name, server, tls } = options;
-  const live = new Set<C>();
+  const live = new Map<C, T>();
+  const closedBytes = { received: 0, sent: 0 };
+  // A TCP or TLS socket counts its bytes; another transport (a WebSocket stream) counts as 0.
+  const bytesOf = (transport: T): { received: number; sent: number } => {
+    const socket = transport as Partial<Socket>;
+    return { received: socket.bytesRead ?? 0, sent: socket.bytesWritten ?? 0 };
+  };
   if (tls !== undefined) {
     tls.register(server as TlsServer);
     // A failed handshake (no client certificate where one is required, TLS < 1.2, garbage) never reaches the protocol.
@@ -99,9 +107,14 @@ export async function serveConnections<C, T>(
       return;
     }
     const connection = options.accept(transport, () => {
-      if (live.delete(connection)) options.connectionEvents?.connectionClosed(protocol);
+      const closedTransport = live.get(connection);
+      if (closedTransport === undefined || !live.delete(connection)) return;
+      const bytes = bytesOf(closedTransport);
+      closedBytes.received += bytes.received;
+      closedBytes.sent += bytes.sent;
+      options.connectionEvents?.connectionClosed(protocol);
     });
-    live.add(connection);
+    live.set(connection, transport);
     options.connectionEvents?.connectionOpened(protocol);
   });
   server.on('error', (error: Error) => logger.error({ err: error }, `${name} listener error`));
@@ -111,10 +124,19 @@ export async function serveConnections<C, T>(
   return {
     port,
     connections: () => live.size,
-    list: () => [...live],
+    list: () => [...live.keys()],
+    bytes: () => {
+      const totals = { ...closedBytes };
+      for (const transport of live.values()) {
+        const bytes = bytesOf(transport);
+        totals.received += bytes.received;
+        totals.sent += bytes.sent;
+      }
+      return totals;
+    },
     close: async () => {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      for (const connection of [...live]) options.shutdown(connection);
+      for (const connection of [...live.keys()]) options.shutdown(connection);
       await closed;
       logger.info({ port }, `${name} listener closed`);
     },

@@ -28,7 +28,7 @@ describe('Metrics', () => {
     expect(text).toContain('cairn_messages_dropped_total{destination="queue"} 2');
     expect(text).toContain('rabbitmq_connections_opened_total 2');
     expect(text).toContain('rabbitmq_connections_closed_total 1');
-    expect(metrics.totals()).toEqual({ messagesIn: { mqtt: 2, amqp: 0 }, messagesOut: { mqtt: 0, amqp: 1 }, fsyncs: 1 });
+    expect(metrics.totals()).toEqual({ messagesIn: { mqtt: 2, amqp: 0 }, messagesOut: { mqtt: 0, amqp: 1 }, fsyncs: 1, connectionsOpened: { mqtt: 0, amqp: 2 } });
     expect(metrics.connectionCount()).toEqual({ mqtt: 0, amqp: 1 });
   });
 

@@ -126,6 +126,8 @@ class FakeCore implements MqttCore {
     return undefined;
   }
 
+  publishSystem(): void {}
+
   private route(publish: Omit<MqttIncomingPublish, 'packetId'>): void {
     for (const session of this.sessions.values()) {
       if (session.detached) continue;
