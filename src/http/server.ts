@@ -37,10 +37,11 @@ import { parseJsonObject, readBody } from './management/request-body.js';
 import { describeClients, type ListenerAddress } from './management/resources.js';
 import { managementRoutes } from './management/routes.js';
 import type { SystemFacts } from './management/system.js';
-import { overviewPage } from './page.js';
+import { loadConsoleFiles } from './console-files.js';
+import { recentRecords, traceOf } from './log-records.js';
 import { QueryError } from './query.js';
 import { RateSampler, rateSampleMs } from './rates.js';
-import { json, type Method, type RequestContext, type Route } from './route.js';
+import { json, type Answer, type Method, type RequestContext, type Route } from './route.js';
 import { collectionsView, documentsParameters, documentsView, logView, sessionsView } from './views.js';
 
 export interface HttpServerOptions {
@@ -107,8 +108,16 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     connections: describeClients({ broker, clients }), listeners, cairn: cairnOverview(),
   });
 
+  const consoleFiles = loadConsoleFiles();
+  const consoleFile = (name: string): Answer => {
+    const file = consoleFiles.get(name);
+    if (file === undefined) throw new HttpError(404, 'not_found', `no console file '${name}'`);
+    return { contentType: file.contentType, body: file.body };
+  };
+
   const routes: Route[] = [
-    { pattern: /^\/$/, methods: { GET: () => ({ contentType: 'text/html; charset=utf-8', body: overviewPage(options.version) }) } },
+    { pattern: /^\/$/, methods: { GET: ({ url }) => (checkParameters(url, []), consoleFile('index.html')) } },
+    { pattern: /^\/console\/([a-z-]+\.[a-z]+)$/, methods: { GET: ({ parameters }) => consoleFile(parameters[0] ?? '') } },
     ...managementRoutes({ broker, clients, facts }),
     { pattern: /^\/api\/sessions$/, methods: { GET: ({ url }) => (checkParameters(url, []), json(sessionsView(broker))) } },
     { pattern: /^\/api\/collections$/, methods: { GET: ({ url }) => (checkParameters(url, []), json(collectionsView(broker))) } },
@@ -118,6 +127,8 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       },
     },
     { pattern: /^\/api\/log$/, methods: { GET: ({ url }) => (checkParameters(url, []), json(logView(broker))) } },
+    { pattern: /^\/api\/log\/records$/, methods: { GET: ({ url }) => json(recentRecords(broker, url)) } },
+    { pattern: /^\/api\/log\/trace$/, methods: { GET: ({ url }) => json(traceOf(broker, url)) } },
     { pattern: /^\/metrics$/, methods: { GET: async ({ url }) => (checkParameters(url, []), { contentType: metrics.contentType, body: await metrics.text() }) } },
     { pattern: /^\/metrics\/per-object$/, methods: { GET: async ({ url }) => (checkParameters(url, []), { contentType: metrics.contentType, body: await metrics.perObjectText() }) } },
   ];

@@ -20,6 +20,9 @@ export interface RecordFilter {
   readonly limit: number | undefined;
 }
 
+/** What a filter reads of a record: the offline reader's records and the live log's both have it. */
+export type FilteredRecord = Omit<LogRecord, 'size'>;
+
 export const filterFlags = {
   kind: 'string', from: 'string', to: 'string', since: 'string', until: 'string', client: 'string', queue: 'string', topic: 'string', limit: 'string',
 } as const;
@@ -67,11 +70,11 @@ export function readStart(filter: RecordFilter): { lsn?: number; time?: number }
 }
 
 /** True once no later record can pass (LSN past --to). --until filters but does not stop: clocks can step back. */
-export function pastEnd(filter: RecordFilter, record: LogRecord): boolean {
+export function pastEnd(filter: RecordFilter, record: FilteredRecord): boolean {
   return filter.toLsn !== undefined && record.lsn > filter.toLsn;
 }
 
-export function matches(filter: RecordFilter, record: LogRecord): boolean {
+export function matches(filter: RecordFilter, record: FilteredRecord): boolean {
   if (filter.kinds !== undefined && !filter.kinds.has(record.kind)) return false;
   if (filter.fromLsn !== undefined && record.lsn < filter.fromLsn) return false;
   if (filter.since !== undefined && record.timestamp < filter.since) return false;

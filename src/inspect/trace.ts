@@ -11,7 +11,6 @@
  * open. A pair still open at the end of the log is pending.
  */
 import { topicMatchesFilter, validateTopicFilter } from '../core/topic-filter.js';
-import type { LogRecord } from '../log/index.js';
 import { kindName, type BodyOf, type MsgBody } from '../projections/records.js';
 import { parseFlags, parseLsn, parsePositiveInteger, parseTime, requiredString, UsageError, type ParsedFlags } from './args.js';
 import { isoTime, payloadPreview } from './format.js';
@@ -21,10 +20,13 @@ import { describeRange, openSource } from './source.js';
 
 const traceMessagesMaxDefault = 20;
 
+/** What a trace reads of a record: the offline reader's LogRecord and the live log's records both have it. */
+export interface TracedRecord { readonly lsn: number; readonly timestamp: number; readonly kind: number; readonly body: unknown }
 interface Step { readonly lsn: number; readonly timestamp: number; readonly what: string }
 interface DestinationTrace { readonly destination: string; readonly seq: number; readonly steps: Step[]; status: 'pending' | 'acked' | 'dropped' | 'discarded' }
-interface MessageTrace { readonly record: LogRecord; readonly body: MsgBody; readonly destinations: DestinationTrace[] }
+export interface MessageTrace { readonly record: TracedRecord; readonly body: MsgBody; readonly destinations: DestinationTrace[] }
 
+export type TraceSelector = Selector;
 type Selector =
   | { readonly by: 'lsn'; readonly lsn: number }
   | { readonly by: 'seq'; readonly destination: string; readonly seq: number }
@@ -76,7 +78,7 @@ function destinationsOf(body: MsgBody): Array<[string, number, string]> {
   ];
 }
 
-function isCandidate(selector: Selector, record: LogRecord, body: MsgBody): boolean {
+function isCandidate(selector: Selector, record: TracedRecord, body: MsgBody): boolean {
   switch (selector.by) {
     case 'lsn': return record.lsn === selector.lsn;
     case 'seq': return destinationsOf(body).some(([d, seq]) => d === selector.destination && seq === selector.seq);
@@ -89,49 +91,60 @@ function isCandidate(selector: Selector, record: LogRecord, body: MsgBody): bool
 }
 
 function scan(source: ReturnType<typeof openSource>, selector: Selector, limit: number, io: InspectIo): MessageTrace[] {
+  const progress = new Progress(io, 'trace', source.lastLsn - source.firstLsn + 1);
+  try {
+    return traceMessages((start) => source.reader.read(start), selector, limit, () => progress.tick());
+  } finally {
+    progress.finish();
+  }
+}
+
+/**
+ * The traces of the messages `selector` picks, from records read in LSN order
+ * (`read` is asked for the first LSN or time that can matter). Shared by
+ * `cairn inspect trace` (a data directory) and the HTTP API (the live log).
+ */
+export function traceMessages(
+  read: (start: { lsn?: number; time?: number }) => Iterable<TracedRecord>, selector: Selector, limit: number, onRecord: () => void = () => undefined,
+): MessageTrace[] {
   const traces: MessageTrace[] = [];
   // Open pairs: "destination#seq" → trace, and destination → its open pairs (for session end / queue delete).
   const open = new Map<string, DestinationTrace>();
   const byDestination = new Map<string, Set<string>>();
   const start = selector.by === 'lsn' ? { lsn: selector.lsn } : selector.by === 'topic' && selector.since !== undefined ? { time: selector.since } : {};
-  const progress = new Progress(io, 'trace', source.lastLsn - source.firstLsn + 1);
   const close = (key: string, trace: DestinationTrace, status: DestinationTrace['status'], step: Step): void => {
     trace.steps.push(step);
     trace.status = status;
     open.delete(key);
     byDestination.get(trace.destination)?.delete(key);
   };
-  try {
-    for (const record of source.reader.read(start)) {
-      progress.tick();
-      const kind = kindName(record.kind);
-      const step = (what: string): Step => ({ lsn: record.lsn, timestamp: record.timestamp, what });
-      if (kind === 'msg') {
-        const body = record.body as MsgBody;
-        if (traces.length < limit && isCandidate(selector, record, body)) {
-          const destinations = destinationsOf(body).map(([destination, seq]): DestinationTrace => ({ destination, seq, steps: [], status: 'pending' }));
-          traces.push({ record, body, destinations });
-          for (const d of destinations) {
-            const key = `${d.destination}#${d.seq}`;
-            open.set(key, d);
-            const set = byDestination.get(d.destination) ?? new Set<string>();
-            set.add(key);
-            byDestination.set(d.destination, set);
-          }
+  for (const record of read(start)) {
+    onRecord();
+    const kind = kindName(record.kind);
+    const step = (what: string): Step => ({ lsn: record.lsn, timestamp: record.timestamp, what });
+    if (kind === 'msg') {
+      const body = record.body as MsgBody;
+      if (traces.length < limit && isCandidate(selector, record, body)) {
+        const destinations = destinationsOf(body).map(([destination, seq]): DestinationTrace => ({ destination, seq, steps: [], status: 'pending' }));
+        traces.push({ record, body, destinations });
+        for (const d of destinations) {
+          const key = `${d.destination}#${d.seq}`;
+          open.set(key, d);
+          const set = byDestination.get(d.destination) ?? new Set<string>();
+          set.add(key);
+          byDestination.set(d.destination, set);
         }
-      } else if (open.size > 0) {
-        noteStep(record, kind, open, byDestination, close, step);
       }
-      if (open.size === 0 && (traces.length >= limit || selector.by === 'lsn')) break;
+    } else if (open.size > 0) {
+      noteStep(record, kind, open, byDestination, close, step);
     }
-  } finally {
-    progress.finish();
+    if (open.size === 0 && (traces.length >= limit || selector.by === 'lsn')) break;
   }
   return traces;
 }
 
 function noteStep(
-  record: LogRecord, kind: ReturnType<typeof kindName>, open: Map<string, DestinationTrace>, byDestination: Map<string, Set<string>>,
+  record: TracedRecord, kind: ReturnType<typeof kindName>, open: Map<string, DestinationTrace>, byDestination: Map<string, Set<string>>,
   close: (key: string, trace: DestinationTrace, status: DestinationTrace['status'], step: Step) => void, step: (what: string) => Step,
 ): void {
   const body = record.body as Record<string, unknown>;
@@ -192,7 +205,7 @@ function traceLines(t: MessageTrace): string[] {
   return lines;
 }
 
-function traceJson(t: MessageTrace): Record<string, unknown> {
+export function traceJson(t: MessageTrace): Record<string, unknown> {
   return {
     lsn: t.record.lsn, time: isoTime(t.record.timestamp), topic: t.body.t, exchange: t.body.x, from: t.body.from, qos: t.body.qos, bytes: t.body.p.length,
     destinations: t.destinations.map((d) => ({ destination: d.destination, seq: d.seq, status: d.status, steps: d.steps.map((s) => ({ lsn: s.lsn, time: isoTime(s.timestamp), what: s.what })) })),

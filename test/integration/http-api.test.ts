@@ -166,10 +166,14 @@ describe('HTTP API over the article\'s ingest example', () => {
     expect(text).toContain('cairn_mqtt_sessions{connected="true",persistent="false"} 1');
   });
 
-  it('serves the overview page at /', async () => {
+  it('serves the console at / and its files under /console/', async () => {
     const response = await fetch(`${base}/`);
     expect(response.headers.get('content-type')).toBe('text/html; charset=utf-8');
-    expect(await response.text()).toContain('<title>Cairn 0.1.0-test</title>');
+    expect(await response.text()).toContain('<script src="/console/console.js" type="module"></script>');
+    const script = await fetch(`${base}/console/console.js`);
+    expect(script.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    expect((await fetch(`${base}/console/nothing.js`)).status).toBe(404);
+    expect((await fetch(`${base}/console/..%2Fserver.ts`)).status).toBe(404);
   });
 });
 
