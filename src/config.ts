@@ -34,6 +34,8 @@ export interface ServeConfig {
   readonly aclFile: string | undefined;
   /** Seconds between $SYS publications; 0: no $SYS topics. */
   readonly sysIntervalSeconds: number;
+  /** The operator accepts that the log ends at this LSN, before the newest snapshot (src/log/recovery.ts, "log end"). */
+  readonly acceptLostRecordsAfter: number | undefined;
 }
 
 export class ConfigError extends Error {
@@ -76,6 +78,11 @@ export const serveFlags: Readonly<Record<string, FlagSpec>> = {
   'wss-port': { env: 'CAIRN_WSS_PORT', help: "MQTT over secure WebSocket port (wss://HOST:PORT/mqtt, with --tls-cert); 'off' disables", fallback: 'off' },
   acl: { env: 'CAIRN_ACL', help: "topic ACL file (Mosquitto's acl_file format), re-read on SIGHUP; none = every topic open", fallback: undefined },
   'sys-interval': { env: 'CAIRN_SYS_INTERVAL', help: 'seconds between MQTT $SYS topic updates (0: no $SYS topics)', fallback: '10' },
+  'accept-lost-records-after': {
+    env: 'CAIRN_ACCEPT_LOST_RECORDS_AFTER',
+    help: 'start from the newest snapshot although the newest log segment(s) are missing, losing the records after it: give the LSN the log ends at, as the refusal names it',
+    fallback: undefined,
+  },
 };
 
 export function parseServeArgs(args: readonly string[], env: NodeJS.ProcessEnv): ServeConfig {
@@ -110,6 +117,7 @@ export function parseServeArgs(args: readonly string[], env: NodeJS.ProcessEnv):
     queueReadyMessagesMax: positiveInteger('queue-max', get('queue-max')!, 1),
     mqttPacketBytesMax: optional(get('mqtt-max-packet-bytes'), (v) => positiveInteger('mqtt-max-packet-bytes', v, 64)),
     sysIntervalSeconds: positiveInteger('sys-interval', get('sys-interval')!, 0),
+    acceptLostRecordsAfter: optional(get('accept-lost-records-after'), (v) => positiveInteger('accept-lost-records-after', v, 0)),
   };
 }
 

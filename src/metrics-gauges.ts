@@ -14,6 +14,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Broker } from './core/broker.js';
 import { queueTotals } from './core/queue-totals.js';
 import { logPositionOf } from './http/log-position.js';
+import type { LsnRange } from './log/index.js';
 import type { ManagedConnection } from './protocols/connection-description.js';
 import { metricNames } from './metric-names.js';
 
@@ -72,6 +73,9 @@ function registerLogGauges(registers: Registry[], broker: Broker): void {
   logGauge(metricNames.logFirstLsn, 'The oldest LSN still in the log (retention removes older segments)', (p) => p.firstLsn);
   logGauge(metricNames.logBytes, 'Bytes in the log segment files', (p) => p.bytes);
   logGauge(metricNames.logSegments, 'Log segment files', (p) => p.segments?.length);
+  logGauge(metricNames.logDamagedSegments, 'Segments before the newest snapshot found damaged or missing by the background history check (replay does not need them; point-in-time recovery does)', (p) => (p.history === null ? undefined : new Set(p.history.damage.map((d) => d.segment)).size));
+  logGauge(metricNames.logUnrestorableLsns, 'LSNs that point-in-time recovery can no longer reach because of that damage (the ranges are in /api/overview)', (p) => (p.history === null ? undefined : unrestorableCount(p.history.unrestorable)));
+  logGauge(metricNames.logHistoryChecked, '1 once the background history check has finished (intact or damaged), else 0', (p) => (p.history === null ? undefined : p.history.state === 'intact' || p.history.state === 'damaged' ? 1 : 0));
   const recovery = broker.recovery;
   if (recovery !== undefined) {
     new Gauge({ name: metricNames.replaySeconds, help: 'Time the last start-up took to load the snapshot and replay the log', registers }).set(recovery.replayMs / 1000);
@@ -83,6 +87,10 @@ function registerLogGauges(registers: Registry[], broker: Broker): void {
     name: metricNames.identityInfo, help: 'RabbitMQ node & cluster identity info (Cairn: one node, its own cluster)',
     labelNames: ['rabbitmq_node', 'rabbitmq_cluster', 'rabbitmq_cluster_permanent_id'] as const, registers,
   }).set({ rabbitmq_node: node, rabbitmq_cluster: node, rabbitmq_cluster_permanent_id: `cairn-${node}` }, 1);
+}
+
+function unrestorableCount(ranges: readonly LsnRange[]): number {
+  return ranges.reduce((sum, r) => sum + (Number.isFinite(r.lastLsn) ? r.lastLsn - r.firstLsn + 1 : 0), 0);
 }
 
 function registerSessionGauges(registers: Registry[], broker: Broker): void {

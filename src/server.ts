@@ -92,6 +92,7 @@ export async function startCairn(config: ServeConfig, logger: Logger, internals:
       ...(config.retentionBytes !== undefined ? { retentionBytes: config.retentionBytes } : {}),
       ...(config.retentionMs !== undefined ? { retentionMs: config.retentionMs } : {}),
       ...(internals.logFileSystem !== undefined ? { fileSystem: internals.logFileSystem } : {}),
+      acceptLostRecordsAfter: config.acceptLostRecordsAfter,
     });
     stop.closeLast(() => log.close());
     const broker = Broker.open({
@@ -162,6 +163,7 @@ export async function startCairn(config: ServeConfig, logger: Logger, internals:
       httpsPort: https?.port, wsPort: ws?.port, wssPort: wss?.port,
     };
     logger.info({ data: config.dataDir, ...Object.fromEntries(Object.entries(ports).map(([name, port]) => [name.replace(/Port$/, ''), port ?? 'off'])) }, `Cairn ${version} ready`);
+    reportHistory(log, logger);
     return { broker, log, ...ports, reload: () => reload(acl, tls, logger), close: () => stop.close(), stopped: stop.stopped };
   } catch (error) {
     // Start-up failed: the caller gets this error, not a `stopped` it never saw.
@@ -259,4 +261,15 @@ function reportRecovery(broker: Broker, config: ServeConfig, logger: Logger): vo
   logger.info(`MQTT persistence on - recovered ${r.sessions} sessions, ${r.pendingMessages} pending messages`);
   logger.info(`AMQP recovered ${r.durableQueues} durable queues, ${r.queuedMessages} messages`);
   if (config.ingestRoutes.length > 0) logger.info({ routes: config.ingestRoutes }, `MQTT ingest bridge on - ${config.ingestRoutes.length} route(s)`);
+}
+
+/** Checks the log's history once the broker serves, and says what it found (the damage also shows in metrics and /api/overview). */
+function reportHistory(log: SegmentedLog, logger: Logger): void {
+  const historyLogger = logger.child({ component: 'log' });
+  void log.checkHistory().then((status) => {
+    const { state, segmentsChecked, damage, unrestorable, summary } = status;
+    if (state === 'damaged') historyLogger.error({ damage, unrestorable }, `log history damaged: ${summary ?? ''}`);
+    else if (state === 'failed') historyLogger.error({ segmentsChecked }, summary ?? 'the history check failed');
+    else if (state === 'intact' && segmentsChecked > 0) historyLogger.info({ segmentsChecked }, `log history verified: ${segmentsChecked} segment(s) before the newest snapshot are intact`);
+  });
 }

@@ -93,6 +93,7 @@ export function logView(broker: Broker): unknown {
     bytes: position.bytes ?? null,
     segments: position.segments ?? null,
     lastSnapshot,
+    history: position.history,
     recovery: broker.recovery ?? null,
   };
 }

@@ -58,10 +58,11 @@ export function projectState(source: LogSource, lsn: number, io: InspectIo): Pro
     const progress = new Progress(io, 'replay', lsn - base.snapshotLsn);
     try {
       for (const record of source.reader.read({ lsn: base.snapshotLsn + 1 })) {
-        if (record.lsn > lsn) break;
         progress.tick();
         apply(state, record);
         recordsReplayed++;
+        // Stop at the target without reading on: the records after it may be damaged or missing.
+        if (record.lsn >= lsn) break;
       }
     } finally {
       progress.finish();

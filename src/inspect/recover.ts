@@ -12,10 +12,10 @@
  * records S+1..N follow — start-up then loads S and replays the rest.
  */
 import * as fs from 'node:fs';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { nodeFileSystem } from '../log/file-system.js';
 import { checkNotLocked, isLockFileName, lockDataDirectory } from '../log/directory-lock.js';
-import { SegmentedLog, type AppendRecord } from '../log/index.js';
+import { LogError, SegmentedLog, type AppendRecord } from '../log/index.js';
 import { createSegment } from '../log/segment.js';
 import { writeSnapshotFile } from '../log/snapshot.js';
 import { parseFlags, parseLsn, parseTime, requiredString, UsageError } from './args.js';
@@ -41,7 +41,8 @@ export async function runRecoverCommand(args: readonly string[], io: InspectIo):
   if (base === undefined) throw new UsageError(`cannot recover to LSN ${target}: no valid snapshot at or before it and ${describeRange(source)}`);
   checkTargetDirectory(toDir);
 
-  await fs.promises.mkdir(toDir, { recursive: true });
+  // The first directory mkdir made (toDir or a parent of it); undefined when toDir was there, empty.
+  const created = await fs.promises.mkdir(toDir, { recursive: true });
   // Held while NEWDIR is written: a broker started on it meanwhile would append to a half-made log.
   const lock = lockDataDirectory(toDir, 'cairn recover');
   let copied: Awaited<ReturnType<typeof copyRecords>>;
@@ -51,12 +52,30 @@ export async function runRecoverCommand(args: readonly string[], io: InspectIo):
       fs.closeSync(await createSegment(nodeFileSystem, toDir, base.snapshotLsn + 1));
     }
     copied = await copyRecords(source.reader, toDir, base.snapshotLsn, target, io);
+  } catch (error) {
+    // A half-made directory must not pass for a recovered one: remove what this run made (the lock first).
+    lock.release();
+    removeWhatWasMade(toDir, created);
+    const why = error instanceof Error ? error.message : String(error);
+    const removed = created !== undefined ? `${created} was removed` : `what was written into ${toDir} was removed`;
+    if (error instanceof LogError) throw new LogError(error.code, `cannot recover to LSN ${target} (it needs LSN ${base.snapshotLsn + 1}..${target}): ${why}; ${removed}`, { cause: error });
+    throw error;
   } finally {
     lock.release();
   }
   const from = base.snapshotLsn > 0 ? `snapshot at LSN ${base.snapshotLsn} + records ${base.snapshotLsn + 1}..${target}` : `records 1..${target}`;
   await writeLines(io.stdout, [`recovered ${toDir}: state right after LSN ${target}${copied.lastTimestamp === undefined ? '' : ` (${isoTime(copied.lastTimestamp)})`} from ${from} (${copied.records} record(s) copied); ${fromDir} was not modified`]);
   return 0;
+}
+
+/** `dir` was missing or empty before this run (checkTargetDirectory); `created` is the first directory this run made. */
+function removeWhatWasMade(dir: string, created: string | undefined): void {
+  if (created !== undefined) {
+    fs.rmSync(created, { recursive: true, force: true });
+    return;
+  }
+  if (!fs.existsSync(dir)) return;
+  for (const entry of fs.readdirSync(dir)) fs.rmSync(join(dir, entry), { recursive: true, force: true });
 }
 
 function checkTargetDirectory(dir: string): void {
@@ -87,12 +106,13 @@ async function copyRecords(
     };
     if (target > afterLsn) {
       for (const record of reader.read({ lsn: afterLsn + 1 })) {
-        if (record.lsn > target) break;
         progress.tick();
         batch.push({ kind: record.kind, timestamp: record.timestamp, body: record.body });
         records++;
         lastTimestamp = record.timestamp;
         if (batch.length >= appendBatchRecords) await flush();
+        // Stop at the target without reading on: the records after it may be damaged or missing.
+        if (record.lsn >= target) break;
       }
       await flush();
     }

@@ -55,8 +55,33 @@ export class CorruptRecordError extends LogError {
 
 /** Segments or snapshots that do not fit together (an LSN gap, a snapshot past the end of the log). */
 export class LogInconsistentError extends LogError {
-  constructor(message: string) {
-    super('EINCONSISTENT', message);
+  constructor(message: string, code = 'EINCONSISTENT') {
+    super(code, message);
+  }
+}
+
+/**
+ * The newest valid snapshot covers records past the log's last one: the
+ * newest segment(s) are gone, and with them any acknowledged records after
+ * the snapshot. Start-up refuses until the operator accepts the loss, naming
+ * the LSN the log ends at (so an override left in place cannot hide a later,
+ * different loss). The message names the `cairn serve` flag: it is what the
+ * operator reads.
+ */
+export class LostRecordsError extends LogInconsistentError {
+  constructor(
+    readonly endLsn: Lsn,
+    readonly snapshotLsn: Lsn,
+    accepted: Lsn | undefined,
+  ) {
+    const unrestorable = snapshotLsn - 1 > endLsn ? ` and point-in-time recovery for LSN ${endLsn + 1}..${snapshotLsn - 1}` : '';
+    const mismatch = accepted === undefined ? '' : `--accept-lost-records-after ${accepted} does not apply (the log ends at LSN ${endLsn}, not ${accepted}); `;
+    super(
+      `${mismatch}the log ends at LSN ${endLsn} but the newest valid snapshot covers LSN ${snapshotLsn}: the newest segment(s) are missing, and with them every record after LSN ${endLsn}, `
+      + `acknowledged ones included; refusing to start. To start from the snapshot anyway, losing for good the records after LSN ${snapshotLsn}${unrestorable}, `
+      + `restore the missing segment(s) or run with --accept-lost-records-after ${endLsn}`,
+      'ELOSTRECORDS',
+    );
   }
 }
 

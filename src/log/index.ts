@@ -6,7 +6,9 @@ export { SegmentedLog, type LogOptions } from './log.js';
 export type { SegmentInfo } from './segment.js';
 export type { Snapshot, SnapshotFileInfo } from './snapshot.js';
 export type { ReadFrom } from './read.js';
-export type { TornTail } from './recovery.js';
+export { describeTornTail, type TornTail } from './recovery.js';
+export { judgeDataDirectory, type DataDirectoryJudgement, type StartupJudgement } from './judge.js';
+export { describeRanges, type HistoryDamage, type HistoryState, type HistoryStatus, type LsnRange } from './history.js';
 export { openLogReader, type LogReader, type VerifyReport, type BadRecord } from './reader.js';
 export {
   LogError,
@@ -14,6 +16,7 @@ export {
   SegmentHeaderError,
   CorruptRecordError,
   LogInconsistentError,
+  LostRecordsError,
   LogFailedError,
   DiskFullError,
   LogClosedError,

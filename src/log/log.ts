@@ -12,15 +12,16 @@
  */
 import { join } from 'node:path';
 import { silentLogger, type Logger } from '../logger.js';
-import { CorruptRecordError, LogClosedError, LogError, LogInconsistentError, NotACairnLogError, type LogFailedError } from './errors.js';
+import { CorruptRecordError, LogClosedError, LogError, NotACairnLogError, type LogFailedError } from './errors.js';
 import { fsyncDirectory, makeDirectoryDurably, nodeFileSystem, writeAllAsync, type LogFileSystem } from './file-system.js';
 import { GroupCommit, type ActiveSegment } from './group-commit.js';
 import { checkReadFrom, readRecords, type ReadFrom } from './read.js';
-import { recoverSegments, scanSegment } from './recovery.js';
+import { HistoryCheck, withoutRetired, type HistoryStatus } from './history.js';
+import { applyRecoveryPlan, planRecovery, scanSegment } from './recovery.js';
 import type { AppendRecord, LogRecord, Lsn } from './record.js';
 import { countRemovableSegments, removeOrArchive } from './retention.js';
 import { createSegment, listDataDirectory, segmentFileName, segmentHeaderBytes, toSegmentInfo, type SegmentInfo, type SegmentState } from './segment.js';
-import { loadNewestValidSnapshot, writeSnapshotFile, type Snapshot } from './snapshot.js';
+import { firstValidSnapshotAtOrAfter, loadNewestValidSnapshot, writeSnapshotFile, type Snapshot } from './snapshot.js';
 import { zeroBuffer, zeroFillSizes, type ZeroFillSizes } from './zero-fill.js';
 
 export interface LogOptions {
@@ -46,6 +47,11 @@ export interface LogOptions {
   preallocate?: boolean;
   /** Told once, when a write or fdatasync failed and the log refuses appends for good (see errors.ts: LogFailedError). */
   onFailed?: (error: LogFailedError) => void;
+  /**
+   * The operator accepts that the log ends at this LSN although the newest snapshot covers later
+   * records (the newest segments are lost): start from the snapshot (recovery.ts, "log end").
+   */
+  acceptLostRecordsAfter?: Lsn | undefined;
 }
 
 export const segmentBytesMaxDefault = 64 * 1024 * 1024;
@@ -79,6 +85,7 @@ export class SegmentedLog {
     activeFd: number,
     activeFileBytes: number,
     private newestSnapshotLsn: Lsn | undefined,
+    private readonly historyCheck: HistoryCheck,
   ) {
     const last = segmentList[segmentList.length - 1]!;
     this.commit = new GroupCommit({
@@ -111,13 +118,15 @@ export class SegmentedLog {
       const fd = await createSegment(fileSystem, dir, 1, zeros === undefined ? {} : { zeros });
       logger.info({ dir }, 'created a new log');
       const state = { file: segmentFileName(1), firstLsn: 1, lastLsn: 0, bytes: segmentHeaderBytes, timestamps: undefined };
-      return new SegmentedLog(settings, [state], fd, segmentHeaderBytes + (zeros?.length ?? 0), undefined);
+      return new SegmentedLog(settings, [state], fd, segmentHeaderBytes + (zeros?.length ?? 0), undefined, new HistoryCheck(fileSystem, dir, [], () => undefined));
     }
     if (foreign.length > 0) logger.warn({ dir, files: foreign }, 'the log directory holds files that are not part of the log; leaving them alone');
     await removeSnapshotTemporaries(fileSystem, dir, listing.snapshotTemporaries, logger);
     const snapshot = loadNewestValidSnapshot(fileSystem, dir, listing.snapshots, logger);
-    const { segments, tornTail } = recoverSegments(fileSystem, dir, listing.segments, (snapshot?.lsn ?? 0) + 1, logger);
-    checkSnapshotFits(snapshot, segments);
+    const plan = planRecovery(fileSystem, dir, listing.segments, snapshot?.lsn, { acceptLostRecordsAfter: options.acceptLostRecordsAfter });
+    const { segments, newSegmentFd } = await applyRecoveryPlan(fileSystem, dir, plan, logger, initialZeros(settings));
+    if (newSegmentFd !== undefined) await fileSystem.closeAsync(newSegmentFd);
+    const history = new HistoryCheck(fileSystem, dir, plan.history, (lsn) => firstValidSnapshotAtOrAfter(fileSystem, dir, listing.snapshots, lsn));
     const last = segments[segments.length - 1]!;
     const fd = await fileSystem.openAsync(join(dir, last.file), 'r+');
     // After the last frame there are only zeros now (recovery truncated anything else): zero-fill ahead of
@@ -130,8 +139,8 @@ export class SegmentedLog {
     }
     // Everything on disk now counts as durable: make it so (the crash may have come before the last fdatasync).
     await fileSystem.fsyncAsync(fd);
-    logger.info({ dir, segments: segments.length, firstLsn: segments[0]!.firstLsn, nextLsn: last.lastLsn + 1, snapshotLsn: snapshot?.lsn, tornTail }, 'opened the log');
-    return new SegmentedLog(settings, segments, fd, size, snapshot?.lsn);
+    logger.info({ dir, segments: segments.length, firstLsn: segments[0]!.firstLsn, nextLsn: last.lastLsn + 1, snapshotLsn: snapshot?.lsn, tornTail: plan.tornTail, historySegments: plan.history.length }, 'opened the log');
+    return new SegmentedLog(settings, segments, fd, size, snapshot?.lsn, history);
   }
 
   /** The LSN the next appended record will get. */
@@ -215,7 +224,21 @@ export class SegmentedLog {
     return this.closing;
   }
 
+  /**
+   * Checks the records of the history (the segments before the newest snapshot, which start-up does not read)
+   * in the background, once; resolves with the final status. Call it once the broker serves.
+   */
+  checkHistory(): Promise<HistoryStatus> {
+    return this.historyCheck.start();
+  }
+
+  /** The history check's status, without what retention has removed since (it no longer counts as damage). */
+  get history(): HistoryStatus {
+    return withoutRetired(this.historyCheck.status, this.firstLsn);
+  }
+
   private async shutDown(): Promise<void> {
+    await this.historyCheck.stop();
     await this.commit.close();
     await this.maintenance.catch(() => undefined);
     await this.settings.fileSystem.closeAsync(this.commit.activeSegment.fd);
@@ -303,19 +326,6 @@ function resolveSettings(options: LogOptions): Settings {
 /** The zeros a new segment gets with its header, when zero fill is on. */
 function initialZeros(settings: Settings): Buffer | undefined {
   return settings.zeroFill === undefined ? undefined : zeroBuffer(settings.zeroFill.leadBytes).subarray(0, settings.zeroFill.leadBytes);
-}
-
-/** Replay starts at the newest valid snapshot; the log must hold every record after it. */
-function checkSnapshotFits(snapshot: Snapshot | undefined, segments: readonly SegmentState[]): void {
-  const firstLsn = segments[0]!.firstLsn;
-  const lastLsn = segments[segments.length - 1]!.lastLsn;
-  if (snapshot !== undefined && snapshot.lsn > lastLsn) {
-    throw new LogInconsistentError(`the newest valid snapshot covers LSN ${snapshot.lsn} but the log ends at LSN ${lastLsn}: records the snapshot depends on are missing`);
-  }
-  const replayFrom = (snapshot?.lsn ?? 0) + 1;
-  if (replayFrom < firstLsn) {
-    throw new LogInconsistentError(`the log starts at LSN ${firstLsn} but replay must start at LSN ${replayFrom} (${snapshot === undefined ? 'no valid snapshot' : `newest valid snapshot covers LSN ${snapshot.lsn}`}): records are missing`);
-  }
 }
 
 /** A `.snap.tmp` is a snapshot write that a crash interrupted; the previous snapshot still stands. */

@@ -9,12 +9,12 @@
  * problem (bad headers, bad records, LSN gaps, torn tail, invalid snapshots).
  */
 import { join } from 'node:path';
-import { cursorBad, cursorFrame, findValidFrameAfter, SegmentCursor } from './cursor.js';
-import { LogError, NotACairnLogError, SegmentHeaderError } from './errors.js';
+import { CorruptRecordError, LogError, NotACairnLogError, SegmentHeaderError } from './errors.js';
 import { nodeFileSystem, type LogFileSystem } from './file-system.js';
 import { checkReadFrom, readRecords, type ReadFrom } from './read.js';
 import type { LogRecord, Lsn } from './record.js';
-import { judgeBadFrame, scanSegment, type TornTail } from './recovery.js';
+import { judgeLastSegment, scanSegment, tornHeaderOf, type TornTail } from './recovery.js';
+import { SegmentVerifier } from './segment-verifier.js';
 import { decodeSegmentHeader, listDataDirectory, readSegmentHeaderSync, segmentHeaderBytes, toSegmentInfo, type SegmentInfo, type SegmentState } from './segment.js';
 import { describeSnapshots, type SnapshotFileInfo } from './snapshot.js';
 
@@ -92,36 +92,42 @@ function headerProblem(header: Buffer, file: string, firstLsn: Lsn): SegmentHead
   }
 }
 
-/** Finds where the last segment's valid frames end, without repairing anything. */
+/** Finds where the last segment's valid frames end, without repairing anything (recovery.ts judges it). */
 function inspectLastSegment(fileSystem: LogFileSystem, dir: string, segment: ReaderSegment): TornTail | undefined {
   if (segment.creationInterrupted) {
     segment.readLimit = Math.min(segment.bytes, segmentHeaderBytes);
     segment.headerError = undefined;
-    return { segment: segment.file, lsn: segment.firstLsn, bytesDropped: segment.bytes, reason: 'segment creation was interrupted before its header was durable' };
+    return tornHeaderOf(segment);
   }
   if (segment.headerError !== undefined) return undefined;
   const scan = scanSegment(fileSystem, dir, segment.file, segment.firstLsn, segment.bytes);
   segment.lastLsn = scan.lastLsn;
   segment.timestamps = scan.timestamps;
-  if (scan.bad === undefined) {
-    // Zero-filled space after the frames is not log data.
-    segment.bytes = scan.validBytes;
-    segment.readLimit = scan.validBytes;
-    return undefined;
-  }
-  if (judgeBadFrame(true, scan.bad, scan.resumesAt !== undefined) === 'corrupt') return undefined;
-  // Read up to the torn tail, like recovery would leave it; a corrupt frame is left in range so read() reports it.
+  const verdict = judgeLastSegment(segment, scan);
+  // A corrupt frame is left in range so read() reports it.
+  if (verdict instanceof CorruptRecordError) return undefined;
+  // Read up to the torn tail, like recovery would leave it. Zero-filled space after the frames is not log data.
   segment.readLimit = scan.validBytes;
-  return { segment: segment.file, lsn: scan.bad.lsn, bytesDropped: segment.bytes - scan.validBytes, reason: scan.bad.reason };
+  if (verdict === undefined) segment.bytes = scan.validBytes;
+  return verdict;
 }
 
 function readFromReader(fileSystem: LogFileSystem, dir: string, segments: readonly ReaderSegment[], from: ReadFrom): IterableIterator<LogRecord> {
   checkReadFrom(from);
   const startLsn = from.lsn ?? 0;
-  const damaged = segments.find((s) => s.headerError !== undefined && s.lastLsn >= startLsn);
-  if (damaged?.headerError !== undefined) throw damaged.headerError;
-  const view = segments.map((s) => ({ file: s.file, firstLsn: s.firstLsn, lastLsn: s.lastLsn, bytes: s.readLimit, maxTimestamp: s.timestamps?.max }));
-  return readRecords(fileSystem, dir, view, from);
+  // A segment with a bad header ends the read when the read reaches it, not before: recovering to a point
+  // before it needs only the records before it.
+  const damagedIndex = segments.findIndex((s) => s.headerError !== undefined && s.lastLsn >= startLsn);
+  const readable = damagedIndex < 0 ? segments : segments.slice(0, damagedIndex);
+  const view = readable.map((s) => ({ file: s.file, firstLsn: s.firstLsn, lastLsn: s.lastLsn, bytes: s.readLimit, maxTimestamp: s.timestamps?.max }));
+  const records = readRecords(fileSystem, dir, view, from);
+  const headerError = segments[damagedIndex]?.headerError;
+  return headerError === undefined ? records : thenThrow(records, headerError);
+}
+
+function* thenThrow(records: IterableIterator<LogRecord>, error: Error): IterableIterator<LogRecord> {
+  yield* records;
+  throw error;
 }
 
 function verifyLog(fileSystem: LogFileSystem, dir: string, segments: readonly ReaderSegment[], tornTail: TornTail | undefined): VerifyReport {
@@ -152,47 +158,17 @@ function verifyLog(fileSystem: LogFileSystem, dir: string, segments: readonly Re
   return { ok, segments: segments.length, records, bytes, firstLsn: segments[0]!.firstLsn, lastLsn, tornTail, badRecords, badSegments, snapshots };
 }
 
-/**
- * Checks every frame of one segment. After a bad frame it carries on from the
- * next valid frame found after it (so one flipped bit shows as one bad range);
- * when there is none, the rest of the segment is reported unreadable.
- */
+/** Checks every frame of one segment (see segment-verifier.ts); learns its last LSN and timestamps. */
 function verifySegment(fileSystem: LogFileSystem, dir: string, segment: ReaderSegment, limit: number, isLast: boolean, badRecords: BadRecord[]): { records: number; lastLsn: Lsn } {
   const fd = fileSystem.openSync(join(dir, segment.file), 'r');
   try {
-    let cursor = new SegmentCursor(fileSystem, fd, segmentHeaderBytes, limit, segment.firstLsn);
-    let records = 0;
-    let lastLsn = segment.firstLsn - 1;
-    for (;;) {
-      const status = cursor.next();
-      if (status === cursorFrame) {
-        records += 1;
-        lastLsn = cursor.lsn;
-        noteTimestamp(segment, cursor.timestamp, records === 1);
-        continue;
-      }
-      if (status !== cursorBad) break;
-      const bad = cursor.bad!;
-      const resume = findValidFrameAfter(fileSystem, fd, bad.offset + 1, limit, bad.lsn);
-      if (isLast && judgeBadFrame(true, bad, resume !== undefined) === 'torn-tail') break;
-      const rest = resume === undefined ? `; the remaining ${limit - bad.offset} bytes of the segment cannot be read` : `; valid records resume at LSN ${resume.lsn} (byte offset ${resume.offset})`;
-      badRecords.push({ segment: segment.file, lsn: bad.lsn, offset: bad.offset, reason: bad.reason + rest });
-      if (resume === undefined) break;
-      lastLsn = resume.lsn - 1;
-      cursor = new SegmentCursor(fileSystem, fd, resume.offset, limit, resume.lsn);
-    }
-    segment.lastLsn = lastLsn;
-    return { records, lastLsn };
+    const verifier = new SegmentVerifier(fileSystem, fd, segment.firstLsn, limit, isLast);
+    verifier.run();
+    for (const bad of verifier.bad) badRecords.push({ segment: segment.file, lsn: bad.lsn, offset: bad.offset, reason: bad.reason });
+    segment.lastLsn = verifier.lastLsn;
+    if (verifier.timestamps !== undefined) segment.timestamps = verifier.timestamps;
+    return { records: verifier.records, lastLsn: verifier.lastLsn };
   } finally {
     fileSystem.closeSync(fd);
   }
-}
-
-function noteTimestamp(segment: ReaderSegment, timestamp: number, first: boolean): void {
-  if (first || segment.timestamps === undefined) {
-    segment.timestamps = { first: timestamp, last: timestamp, max: timestamp };
-    return;
-  }
-  segment.timestamps.last = timestamp;
-  if (timestamp > segment.timestamps.max) segment.timestamps.max = timestamp;
 }

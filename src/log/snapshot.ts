@@ -97,6 +97,12 @@ export function loadNewestValidSnapshot(fileSystem: LogFileSystem, dir: string, 
   return undefined;
 }
 
+/** The LSN of the first valid snapshot at or after `lsn`, reading candidates oldest first; undefined if none. */
+export function firstValidSnapshotAtOrAfter(fileSystem: LogFileSystem, dir: string, snapshots: readonly { file: string; lsn: Lsn }[], lsn: Lsn): Lsn | undefined {
+  const candidates = snapshots.filter((s) => s.lsn >= lsn).sort((a, b) => a.lsn - b.lsn);
+  return candidates.find((s) => !('invalid' in readSnapshotFile(fileSystem, dir, s.file, s.lsn)))?.lsn;
+}
+
 export function describeSnapshots(fileSystem: LogFileSystem, dir: string, snapshots: readonly { file: string; lsn: Lsn }[]): SnapshotFileInfo[] {
   return snapshots.map(({ file, lsn }) => {
     const result = readSnapshotFile(fileSystem, dir, file, lsn);

@@ -5,30 +5,14 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Broker } from '../../src/core/broker.js';
 import { SegmentedLog } from '../../src/log/index.js';
 import { encodeState, type EncodedState } from '../../src/projections/snapshot-codec.js';
-import { runInspect, runRecover } from '../../src/inspect/index.js';
 import { toJsonValue } from '../../src/inspect/format.js';
+import { inspect, recover } from '../support/cli-run.js';
 import { WorkloadDriver } from '../support/inspect-workload.js';
 
-interface Run { code: number; out: string; err: string }
-
-async function capture(run: (io: { stdout: PassThrough; stderr: PassThrough; isTTY: boolean }) => Promise<number>): Promise<Run> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  stdout.on('data', (c: Buffer) => out.push(c));
-  stderr.on('data', (c: Buffer) => err.push(c));
-  const code = await run({ stdout, stderr, isTTY: false });
-  return { code, out: Buffer.concat(out).toString('utf8'), err: Buffer.concat(err).toString('utf8') };
-}
-
-const inspect = (...args: string[]): Promise<Run> => capture((io) => runInspect(args, io));
-const recover = (...args: string[]): Promise<Run> => capture((io) => runRecover(args, io));
 
 let root: string;
 let dir: string;

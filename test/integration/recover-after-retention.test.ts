@@ -9,26 +9,13 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Broker } from '../../src/core/broker.js';
-import { runRecover } from '../../src/inspect/index.js';
 import { SegmentedLog } from '../../src/log/index.js';
 import { encodeState, type EncodedState } from '../../src/projections/snapshot-codec.js';
+import { recover } from '../support/cli-run.js';
 import { WorkloadDriver } from '../support/inspect-workload.js';
 
-interface Run { code: number; out: string; err: string }
-
-async function recover(...args: string[]): Promise<Run> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  stdout.on('data', (c: Buffer) => out.push(c));
-  stderr.on('data', (c: Buffer) => err.push(c));
-  const code = await runRecover(args, { stdout, stderr, isTTY: false });
-  return { code, out: Buffer.concat(out).toString('utf8'), err: Buffer.concat(err).toString('utf8') };
-}
 
 const snapshotEveryRecords = 150;
 const subscribers = ['sub-a', 'sub-b'];

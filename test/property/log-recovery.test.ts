@@ -16,10 +16,11 @@ import fc from 'fast-check';
 import { pino, type Logger } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { checksum64 } from '../../src/log/checksum.js';
-import { CorruptRecordError, LogInconsistentError, SegmentedLog, SegmentHeaderError, type AppendRecord } from '../../src/log/index.js';
+import { CorruptRecordError, judgeDataDirectory, LogInconsistentError, LostRecordsError, SegmentedLog, SegmentHeaderError, type AppendRecord } from '../../src/log/index.js';
 import { encodeFrame } from '../../src/log/record.js';
 import { encodeSegmentHeader, segmentHeaderBytes } from '../../src/log/segment.js';
 import { encodeSnapshotHeader, snapshotFileName } from '../../src/log/snapshot.js';
+import { announceSeed } from '../support/kit.js';
 
 const root = fs.mkdtempSync(join(os.tmpdir(), 'cairn-log-recovery-'));
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
@@ -183,6 +184,7 @@ describe('mid-log corruption', () => {
     expect(corrupt.message).toContain(`LSN ${victim.lsn}`);
     // Refusing means not repairing: the file is left as it was.
     expect(fs.statSync(join(dir, victim.segment)).size).toBeGreaterThanOrEqual(victim.end);
+    await expectJudgedRefusal(dir, corrupt);
   }
 });
 
@@ -231,11 +233,15 @@ describe('recovery decision table, one example per remaining row', () => {
     await expect(SegmentedLog.open({ dir })).rejects.toThrow(/holds LSN 42 where 7 was expected/);
   });
 
-  it('a missing middle segment (LSN gap) is a LogInconsistentError', async () => {
+  it('a missing middle segment (LSN gap) that replay reads is a LogInconsistentError naming the missing LSNs; verify says the same', async () => {
     const dir = freshDir();
-    const { segments } = await buildLog(dir, someRecords, 256);
+    const { segments, placed } = await buildLog(dir, someRecords, 256);
     fs.unlinkSync(join(dir, segments[1]!.file));
-    await expect(SegmentedLog.open({ dir })).rejects.toThrow(LogInconsistentError);
+    const missing = placed.filter((p) => p.segment === segments[1]!.file).map((p) => p.lsn);
+    const error = await openError(dir);
+    expect(error).toBeInstanceOf(LogInconsistentError);
+    expect(error.message).toContain(`LSN ${missing[0]}..${missing[missing.length - 1]} are missing, and replay (from LSN 1) needs them`);
+    await expectJudgedRefusal(dir, error);
   });
 
   it('a missing first segment with no snapshot to start from is a LogInconsistentError', async () => {
@@ -245,11 +251,148 @@ describe('recovery decision table, one example per remaining row', () => {
     await expect(SegmentedLog.open({ dir })).rejects.toThrow(/replay must start at LSN 1/);
   });
 
-  it('a valid snapshot past the end of the log is a LogInconsistentError', async () => {
+  it('a valid snapshot past the end of the log (newest segments missing) is a LostRecordsError naming the override; verify says the same', async () => {
     const dir = freshDir();
     await buildLog(dir, someRecords, 256);
-    const data = new Uint8Array([1, 2, 3]);
-    fs.writeFileSync(join(dir, snapshotFileName(50)), Buffer.concat([encodeSnapshotHeader(50, data), data]));
-    await expect(SegmentedLog.open({ dir })).rejects.toThrow(/covers LSN 50 but the log ends at LSN 6/);
+    writeSnapshot(dir, 50);
+    const error = await openError(dir);
+    expect(error).toBeInstanceOf(LostRecordsError);
+    expect(error.message).toContain('the log ends at LSN 6 but the newest valid snapshot covers LSN 50');
+    expect(error.message).toContain('--accept-lost-records-after 6');
+    await expectJudgedRefusal(dir, error);
+    // An override naming another end is refused too: it was meant for another loss.
+    await expect(SegmentedLog.open({ dir, acceptLostRecordsAfter: 5 })).rejects.toThrow(/the log ends at LSN 6, not 5/);
+  });
+
+  it('with the override naming the end, the log starts from the snapshot in a new segment; the lost range is history damage from then on', async () => {
+    const dir = freshDir();
+    await buildLog(dir, someRecords, 256);
+    writeSnapshot(dir, 50);
+    const { logger, warnings } = captureLogger();
+    let log = await SegmentedLog.open({ dir, acceptLostRecordsAfter: 6, logger });
+    expect(warnings.find((w) => w['level'] === 50)?.['msg']).toContain('records after LSN 50');
+    expect(log.nextLsn).toBe(51);
+    expect(await log.appendOne({ kind: 1, timestamp: 0, body: 'after' })).toBe(51);
+    await log.close();
+    log = await SegmentedLog.open({ dir });
+    const history = await log.checkHistory();
+    expect(history).toMatchObject({ state: 'damaged', damage: [expect.objectContaining({ firstLsn: 7, lastLsn: 50 })], unrestorable: [{ firstLsn: 7, lastLsn: 49 }] });
+    await log.close();
+    expect((await judgeDataDirectory(dir)).history).toEqual(history);
+  });
+
+  it('newest segments missing while the snapshot lies before the remaining end: not detectable, and start-up and verify agree it starts', async () => {
+    const dir = freshDir();
+    const { segments } = await buildLog(dir, someRecords, 256);
+    writeSnapshot(dir, 2);
+    fs.unlinkSync(join(dir, segments[segments.length - 1]!.file));
+    const log = await SegmentedLog.open({ dir });
+    expect(log.nextLsn).toBeLessThan(7);
+    expect((await log.checkHistory()).state).toBe('intact');
+    await log.close();
+    const judged = await judgeDataDirectory(dir);
+    expect(judged.startup.starts).toBe(true);
+    expect(judged.history?.damage).toEqual([]);
+  });
+
+  it('a torn tail warning names the LSN range dropped and says when acknowledged records can be among them', async () => {
+    const dir = freshDir();
+    const { segments } = await buildLog(dir, someRecords, 1 << 20);
+    const last = segments[segments.length - 1]!;
+    // 100 bytes of garbage right after the last frame: at most 4 frames of 30 bytes or more could start there.
+    writeAt(join(dir, last.file), last.bytes, Buffer.alloc(100, 0xab));
+    const { logger, warnings } = captureLogger();
+    await (await SegmentedLog.open({ dir, logger })).close();
+    const warning = warnings.find((w) => String(w['msg']).includes('torn tail'))!;
+    expect(warning).toMatchObject({ lsn: 7, lastLsnAtMost: 10 });
+    expect(String(warning['msg'])).toContain('LSN 7..10 at most');
+    expect(String(warning['msg'])).toContain('they include acknowledged records only if the disk lost or damaged data it had reported synced');
+    expect(String(warning['msg'])).not.toContain('never acknowledged');
   });
 });
+
+describe('damage in the history (segments wholly before the newest snapshot): start-up goes on, the history check reports it', () => {
+  const someRecords = Array.from({ length: 12 }, (_, i): AppendRecord => ({ kind: 1, timestamp: i, body: { i, pad: 'x'.repeat(100) } }));
+
+  /** A log of small segments with a snapshot at LSN 11: every segment but the last is history. */
+  async function historyLog(): Promise<{ dir: string; placed: Placed[]; history: { file: string; bytes: number }[] }> {
+    const dir = freshDir();
+    const { placed, segments } = await buildLog(dir, someRecords, 256);
+    writeSnapshot(dir, 11);
+    // Replay reads from LSN 12 on: the segment holding it and those after are not history.
+    const replayStart = segments.findIndex((s) => s.file === placed.find((p) => p.lsn === 12)!.segment);
+    return { dir, placed, history: segments.slice(0, replayStart) };
+  }
+
+  async function expectReported(dir: string, damaged: { firstLsn: number; lastLsn: number }): Promise<void> {
+    const log = await SegmentedLog.open({ dir });
+    expect(log.nextLsn).toBe(13);
+    expect(log.history.state).toBe('pending');
+    const history = await log.checkHistory();
+    await log.close();
+    expect(history.state).toBe('damaged');
+    expect(history.damage).toEqual([expect.objectContaining(damaged)]);
+    expect(history.unrestorable).toEqual([{ firstLsn: damaged.firstLsn, lastLsn: 10 }]);
+    expect(history.summary).toContain(`point-in-time recovery is impossible for LSN ${damaged.firstLsn}..10`);
+    const judged = await judgeDataDirectory(dir);
+    expect(judged.startup.starts).toBe(true);
+    expect(judged.history).toEqual(history);
+  }
+
+  it('a bad header', async () => {
+    const { dir, placed, history } = await historyLog();
+    flipByte(join(dir, history[1]!.file), 0, 0x20);
+    const lsns = placed.filter((p) => p.segment === history[1]!.file).map((p) => p.lsn);
+    await expectReported(dir, { firstLsn: lsns[0]!, lastLsn: lsns[lsns.length - 1]! });
+  });
+
+  it('a missing segment', async () => {
+    const { dir, placed, history } = await historyLog();
+    fs.unlinkSync(join(dir, history[1]!.file));
+    const lsns = placed.filter((p) => p.segment === history[1]!.file).map((p) => p.lsn);
+    await expectReported(dir, { firstLsn: lsns[0]!, lastLsn: lsns[lsns.length - 1]! });
+  });
+
+  it('any corrupted byte of any record: the damage covers its LSN, start-up and verify agree', async () => {
+    const seed = announceSeed('history damage: any corrupted byte');
+    await fc.assert(
+      fc.asyncProperty(fc.nat(), fc.nat(), fc.integer({ min: 1, max: 255 }), async (which, byteSeed, xor) => {
+        const { dir, placed, history } = await historyLog();
+        const candidates = placed.filter((p) => history.some((h) => h.file === p.segment));
+        const victim = candidates[which % candidates.length]!;
+        flipByte(join(dir, victim.segment), victim.start + (byteSeed % (victim.end - victim.start)), xor);
+        const log = await SegmentedLog.open({ dir });
+        const status = await log.checkHistory();
+        await log.close();
+        expect(status.state).toBe('damaged');
+        expect(status.damage.some((d) => d.segment === victim.segment && d.firstLsn <= victim.lsn && victim.lsn <= d.lastLsn)).toBe(true);
+        expect(status.unrestorable.some((r) => r.firstLsn <= victim.lsn && victim.lsn <= r.lastLsn)).toBe(true);
+        expect((await judgeDataDirectory(dir)).history).toEqual(status);
+        fs.rmSync(dir, { recursive: true });
+      }),
+      { numRuns: 60, seed },
+    );
+  });
+});
+
+function writeSnapshot(dir: string, lsn: number): void {
+  const data = new Uint8Array([1, 2, 3]);
+  fs.writeFileSync(join(dir, snapshotFileName(lsn)), Buffer.concat([encodeSnapshotHeader(lsn, data), data]));
+}
+
+async function openError(dir: string): Promise<Error> {
+  return SegmentedLog.open({ dir }).then(
+    async (log) => {
+      await log.close();
+      throw new Error('the log opened');
+    },
+    (error: unknown) => error as Error,
+  );
+}
+
+/** `cairn inspect verify`'s judgement refuses with the very error start-up refused with. */
+async function expectJudgedRefusal(dir: string, error: Error): Promise<void> {
+  const judged = await judgeDataDirectory(dir);
+  expect(judged.startup.starts).toBe(false);
+  expect(judged.startup.starts ? undefined : judged.startup.refusal.message).toBe(error.message);
+}
