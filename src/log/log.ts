@@ -12,7 +12,7 @@
  */
 import { join } from 'node:path';
 import { silentLogger, type Logger } from '../logger.js';
-import { CorruptRecordError, LogClosedError, LogError, NotACairnLogError, type LogFailedError } from './errors.js';
+import { LogClosedError, LogError, NotACairnLogError, type LogFailedError } from './errors.js';
 import { fsyncDirectory, makeDirectoryDurably, nodeFileSystem, writeAllAsync, type LogFileSystem } from './file-system.js';
 import { GroupCommit, type ActiveSegment } from './group-commit.js';
 import { checkReadFrom, readRecords, type ReadFrom } from './read.js';
@@ -277,14 +277,17 @@ export class SegmentedLog {
     return result;
   }
 
-  /** Retention by age needs each candidate segment's newest timestamp: scan the ones not seen yet. */
+  /**
+   * Retention by age needs each candidate segment's newest timestamp: scan the ones not seen yet. A damaged
+   * one (only history can be, and the history check reports it) counts by its readable records: it cannot be
+   * restored anyway, so it must not hold retention up.
+   */
   private learnTimestamps(snapshotLsn: Lsn): void {
+    const { fileSystem, dir } = this.settings;
     for (const segment of this.segmentList.slice(0, -1)) {
       if (segment.lastLsn > snapshotLsn) break;
       if (segment.timestamps !== undefined || segment.lastLsn < segment.firstLsn) continue;
-      const scan = scanSegment(this.settings.fileSystem, this.settings.dir, segment.file, segment.firstLsn, segment.bytes);
-      if (scan.bad !== undefined) throw new CorruptRecordError(segment.file, scan.bad.lsn, scan.bad.offset, scan.bad.reason);
-      segment.timestamps = scan.timestamps;
+      segment.timestamps = scanSegment(fileSystem, dir, segment.file, segment.firstLsn, segment.bytes).timestamps;
     }
   }
 

@@ -353,6 +353,19 @@ describe('damage in the history (segments wholly before the newest snapshot): st
     await expectReported(dir, { firstLsn: lsns[0]!, lastLsn: lsns[lsns.length - 1]! });
   });
 
+  it('retention by age goes on past a damaged segment, and removes it once outside the window', async () => {
+    const { dir, history } = await historyLog();
+    flipByte(join(dir, history[1]!.file), segmentHeaderBytes + 20, 0x01);
+    // Retention keeps every LSN from its anchor snapshot on restorable: one must lie before the segment holding LSN 11.
+    writeSnapshot(dir, 10);
+    const log = await SegmentedLog.open({ dir, segmentBytesMax: 256, retentionMs: 1000, clock: () => 1e12 });
+    const { removed } = await log.applyRetention();
+    expect(removed).toEqual(expect.arrayContaining(history.map((h) => h.file)));
+    expect(log.history.state).toBe('pending');
+    expect((await log.checkHistory()).damage).toEqual([]);
+    await log.close();
+  });
+
   it('any corrupted byte of any record: the damage covers its LSN, start-up and verify agree', async () => {
     const seed = announceSeed('history damage: any corrupted byte');
     await fc.assert(
