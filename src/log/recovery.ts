@@ -179,10 +179,6 @@ export interface PlanOptions {
  */
 export function planRecovery(fileSystem: LogFileSystem, dir: string, found: readonly { file: string; firstLsn: Lsn }[], snapshotLsn: Lsn | undefined, options: PlanOptions = {}): RecoveryPlan {
   const replayFromLsn = (snapshotLsn ?? 0) + 1;
-  const firstLsn = found[0]!.firstLsn;
-  if (replayFromLsn < firstLsn) {
-    throw new LogInconsistentError(`the log starts at LSN ${firstLsn} but replay must start at LSN ${replayFromLsn} (${snapshotLsn === undefined ? 'no valid snapshot' : `newest valid snapshot covers LSN ${snapshotLsn}`}): records are missing`);
-  }
   let replayStart = 0;
   for (let i = 0; i < found.length; i++) if (found[i]!.firstLsn <= replayFromLsn) replayStart = i;
   const { segments, headerProblems, lastCreationInterrupted } = checkHeaders(fileSystem, dir, found, replayStart);
@@ -196,6 +192,12 @@ export function planRecovery(fileSystem: LogFileSystem, dir: string, found: read
     segment.timestamps = scan.timestamps;
   }
   const tornTail = planLastSegment(fileSystem, dir, segments[lastIndex]!, lastCreationInterrupted);
+  // Judged only after the segments were read: readSnapshotFile reports a read error as an invalid snapshot, so an
+  // I/O failure while loading the snapshot must surface from the reads above rather than as this refusal.
+  const firstLsn = segments[0]!.firstLsn;
+  if (replayFromLsn < firstLsn) {
+    throw new LogInconsistentError(`the log starts at LSN ${firstLsn} but replay must start at LSN ${replayFromLsn} (${snapshotLsn === undefined ? 'no valid snapshot' : `newest valid snapshot covers LSN ${snapshotLsn}`}): records are missing`);
+  }
   const history = (count: number, nextFirstLsn: Lsn): HistorySegment[] => segments.slice(0, count).map((s, i) => ({
     file: s.file, firstLsn: s.firstLsn, nextFirstLsn: segments[i + 1]?.firstLsn ?? nextFirstLsn, bytes: s.bytes, headerProblem: headerProblems.get(i),
   }));
