@@ -1,12 +1,21 @@
 /**
- * `cairn serve` configuration: flags, each with a CAIRN_* environment twin
- * (the flag wins), embedded defaults that serve on one machine with no set-up,
- * and validation that names the offending flag and says how to fix it.
+ * `cairn serve` configuration, declared as data: each flag has a CAIRN_*
+ * environment twin, a default that serves on one machine with no set-up, a
+ * kind that checks and converts its value, and help text. Values come from
+ * flag > environment > config file (--config, YAML) > default; an invalid one
+ * stops start-up with a message that names the flag (or variable, or file line).
  */
+import { readConfigFile } from './command-line/config-file.js';
+import { parseCommand, UsageError, type CommandSpec, type FlagSpec, type ParsedCommand } from './command-line/flags.js';
+import { choiceKind, countKind, durationKind, portKind, sizeKind, textKind, type ValueKind } from './command-line/value-kinds.js';
 import { parseIngestRoutes, IngestRouteError, type IngestRoute } from './core/ingest.js';
-import { clientCertificateModes, type ClientCertificateMode, type TlsSettings } from './protocols/tls-credentials.js';
+import { edgeConfigOf, edgeFlags, type EdgeConfig } from './edge-config.js';
+import { logFormats, logLevels, type LogFormat, type LogLevel } from './logger.js';
 
-export interface ServeConfig {
+export { parseDuration, parseSize } from './command-line/units.js';
+export { UsageError } from './command-line/flags.js';
+
+export interface ServeConfig extends EdgeConfig {
   readonly dataDir: string;
   readonly bind: string;
   /** undefined: the listener is off. 0: pick a free port. */
@@ -23,186 +32,129 @@ export interface ServeConfig {
   readonly sessionQueueMessagesMax: number;
   readonly queueReadyMessagesMax: number;
   readonly mqttPacketBytesMax: number | undefined;
-  // ── at the edge (TLS, MQTT over WebSocket, topic ACL) ──
-  /** undefined: no TLS listener at all. */
-  readonly tls: TlsSettings | undefined;
-  readonly mqttsPort: number | undefined;
-  readonly amqpsPort: number | undefined;
-  readonly httpsPort: number | undefined;
-  readonly wsPort: number | undefined;
-  readonly wssPort: number | undefined;
-  readonly aclFile: string | undefined;
+  readonly logLevel: LogLevel;
+  readonly logFormat: LogFormat;
   /** Seconds between $SYS publications; 0: no $SYS topics. */
   readonly sysIntervalSeconds: number;
   /** The operator accepts that the log ends at this LSN, before the newest snapshot (src/log/recovery.ts, "log end"). */
   readonly acceptLostRecordsAfter: number | undefined;
 }
 
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-  readonly code = 'ECONFIG';
-}
+/** A configuration the user got wrong: exit 2, like every usage error. */
+export const ConfigError = UsageError;
 
-interface FlagSpec {
-  readonly env: string;
-  readonly help: string;
-  readonly fallback: string | undefined;
-}
-
-export const serveFlags: Readonly<Record<string, FlagSpec>> = {
-  data: { env: 'CAIRN_DATA', help: 'data directory (the log and snapshots)', fallback: './data' },
-  bind: { env: 'CAIRN_BIND', help: 'address the listeners bind to', fallback: '127.0.0.1' },
-  'mqtt-port': { env: 'CAIRN_MQTT_PORT', help: "MQTT port; 0 picks a free one; 'off' disables", fallback: '1883' },
-  'amqp-port': { env: 'CAIRN_AMQP_PORT', help: "AMQP port; 0 picks a free one; 'off' disables", fallback: '5672' },
-  'http-port': { env: 'CAIRN_HTTP_PORT', help: "HTTP API port; 0 picks a free one; 'off' disables", fallback: '15672' },
-  ingest: { env: 'CAIRN_INGEST', help: "ingest routes 'filter:collection,…' (e.g. 'sensors/#:sensor_readings')", fallback: '' },
-  users: { env: 'CAIRN_USERS', help: 'users file (JSON with scrypt hashes; see cairn passwd); none = anonymous', fallback: undefined },
-  'segment-bytes': { env: 'CAIRN_SEGMENT_BYTES', help: 'roll to a new log segment past this size', fallback: String(64 * 1024 * 1024) },
-  'snapshot-every': { env: 'CAIRN_SNAPSHOT_EVERY', help: 'snapshot after this many records (0: never)', fallback: '100000' },
-  'retention-bytes': { env: 'CAIRN_RETENTION_BYTES', help: 'keep at least this many bytes of log for point-in-time recovery', fallback: undefined },
-  'retention-age': { env: 'CAIRN_RETENTION_AGE', help: "keep log younger than this for point-in-time recovery (e.g. '7d', '12h')", fallback: undefined },
-  archive: { env: 'CAIRN_ARCHIVE', help: 'move retired segments here instead of deleting them', fallback: undefined },
-  'session-queue-max': { env: 'CAIRN_SESSION_QUEUE_MAX', help: 'messages an MQTT session may hold before the oldest is dropped', fallback: '4096' },
-  'queue-max': { env: 'CAIRN_QUEUE_MAX', help: 'ready messages an AMQP queue may hold before the oldest is dropped', fallback: '100000' },
-  'mqtt-max-packet-bytes': { env: 'CAIRN_MQTT_MAX_PACKET_BYTES', help: 'largest MQTT packet accepted', fallback: undefined },
-  // ── at the edge: TLS, MQTT over WebSocket, topic ACL (parsed by edgeConfig) ──
-  'tls-cert': { env: 'CAIRN_TLS_CERT', help: 'server certificate (PEM, chain included); with --tls-key turns on the TLS listeners', fallback: undefined },
-  'tls-key': { env: 'CAIRN_TLS_KEY', help: 'private key of --tls-cert (PEM); both are re-read on SIGHUP', fallback: undefined },
-  'tls-ca': { env: 'CAIRN_TLS_CA', help: 'CA bundle (PEM) that client certificates must chain to', fallback: undefined },
-  'tls-client-cert': { env: 'CAIRN_TLS_CLIENT_CERT', help: "client certificates: 'none', 'optional' (verified when sent) or 'required'", fallback: 'none' },
-  'tls-identity-as-username': { env: 'CAIRN_TLS_IDENTITY_AS_USERNAME', help: "'true': a client certificate's CN is the MQTT user name, no password (needs --tls-client-cert required)", fallback: 'false' },
-  'mqtts-port': { env: 'CAIRN_MQTTS_PORT', help: "MQTT over TLS port (with --tls-cert); 0 picks a free one; 'off' disables", fallback: '8883' },
-  'amqps-port': { env: 'CAIRN_AMQPS_PORT', help: "AMQP over TLS port (with --tls-cert); 0 picks a free one; 'off' disables", fallback: '5671' },
-  'https-port': { env: 'CAIRN_HTTPS_PORT', help: "HTTP API over TLS port (with --tls-cert); 0 picks a free one; 'off' disables", fallback: '15671' },
-  'ws-port': { env: 'CAIRN_WS_PORT', help: "MQTT over WebSocket port (ws://HOST:PORT/mqtt), e.g. 8080; 'off' disables", fallback: 'off' },
-  'wss-port': { env: 'CAIRN_WSS_PORT', help: "MQTT over secure WebSocket port (wss://HOST:PORT/mqtt, with --tls-cert); 'off' disables", fallback: 'off' },
-  acl: { env: 'CAIRN_ACL', help: "topic ACL file (Mosquitto's acl_file format), re-read on SIGHUP; none = every topic open", fallback: undefined },
-  'sys-interval': { env: 'CAIRN_SYS_INTERVAL', help: 'seconds between MQTT $SYS topic updates (0: no $SYS topics)', fallback: '10' },
-  'accept-lost-records-after': {
-    env: 'CAIRN_ACCEPT_LOST_RECORDS_AFTER',
-    help: 'start from the newest snapshot although the newest log segment(s) are missing, losing the records after it: give the LSN the log ends at, as the refusal names it',
-    fallback: undefined,
+const ingestKind: ValueKind<IngestRoute[]> = {
+  kind: 'value', valueName: 'ROUTES',
+  check: (value) => {
+    try {
+      parseIngestRoutes(value);
+      return undefined;
+    } catch (error) {
+      if (error instanceof IngestRouteError) return `is not a list of routes: ${error.message}`;
+      throw error;
+    }
   },
+  convert: parseIngestRoutes,
 };
 
+const kinds = {
+  port: portKind,
+  segmentBytes: sizeKind(4096),
+  snapshotEvery: countKind(0),
+  retentionBytes: sizeKind(0),
+  retentionAge: durationKind,
+  messages: countKind(1),
+  packetBytes: sizeKind(64),
+  logLevel: choiceKind(logLevels),
+  logFormat: choiceKind(logFormats),
+  seconds: countKind(0),
+  lsn: { ...countKind(0), valueName: 'LSN' },
+} as const;
+
+export const serveFlags: readonly FlagSpec[] = [
+  { name: 'config', ...textKind('FILE'), env: 'CAIRN_CONFIG', help: 'read flags from this YAML file (keys are the flag names; flags and environment win over it)' },
+  { name: 'print-config', kind: 'boolean', help: 'print the effective configuration, with where each value came from, and exit' },
+  { name: 'data', ...textKind('DIR'), env: 'CAIRN_DATA', fallback: './data', help: 'data directory (the log and snapshots)' },
+  { name: 'bind', ...textKind('ADDRESS'), env: 'CAIRN_BIND', fallback: '127.0.0.1', help: 'address the listeners bind to' },
+  { name: 'mqtt-port', ...kinds.port, env: 'CAIRN_MQTT_PORT', fallback: '1883', help: "MQTT port; 0 picks a free one; 'off' disables" },
+  { name: 'amqp-port', ...kinds.port, env: 'CAIRN_AMQP_PORT', fallback: '5672', help: "AMQP port; 0 picks a free one; 'off' disables" },
+  { name: 'http-port', ...kinds.port, env: 'CAIRN_HTTP_PORT', fallback: '15672', help: "HTTP API port; 0 picks a free one; 'off' disables" },
+  { name: 'ingest', ...ingestKind, env: 'CAIRN_INGEST', fallback: '', help: "ingest routes 'filter:collection,…' (e.g. 'sensors/#:sensor_readings')" },
+  { name: 'users', ...textKind('FILE'), env: 'CAIRN_USERS', help: 'users file (JSON with scrypt hashes; see cairn passwd); none = anonymous' },
+  { name: 'segment-bytes', ...kinds.segmentBytes, env: 'CAIRN_SEGMENT_BYTES', fallback: '64MiB', help: 'roll to a new log segment past this size' },
+  { name: 'snapshot-every', ...kinds.snapshotEvery, env: 'CAIRN_SNAPSHOT_EVERY', fallback: '100000', help: 'snapshot after this many records (0: never)' },
+  { name: 'retention-bytes', ...kinds.retentionBytes, env: 'CAIRN_RETENTION_BYTES', help: 'keep at least this much log for point-in-time recovery' },
+  { name: 'retention-age', ...kinds.retentionAge, env: 'CAIRN_RETENTION_AGE', help: 'keep log younger than this for point-in-time recovery' },
+  { name: 'archive', ...textKind('DIR'), env: 'CAIRN_ARCHIVE', help: 'move retired segments here instead of deleting them' },
+  { name: 'session-queue-max', ...kinds.messages, env: 'CAIRN_SESSION_QUEUE_MAX', fallback: '4096', help: 'messages an MQTT session may hold before the oldest is dropped' },
+  { name: 'queue-max', ...kinds.messages, env: 'CAIRN_QUEUE_MAX', fallback: '100000', help: 'ready messages an AMQP queue may hold before the oldest is dropped' },
+  { name: 'mqtt-max-packet-bytes', ...kinds.packetBytes, env: 'CAIRN_MQTT_MAX_PACKET_BYTES', help: 'largest MQTT packet accepted' },
+  { name: 'log-level', ...kinds.logLevel, env: 'CAIRN_LOG_LEVEL', fallback: 'info', help: 'least severe log level written' },
+  { name: 'log-format', ...kinds.logFormat, env: 'CAIRN_LOG_FORMAT', fallback: 'auto', help: 'json lines, pretty lines, or auto (pretty on a terminal)' },
+  ...edgeFlags,
+  { name: 'sys-interval', ...kinds.seconds, valueName: 'SECONDS', env: 'CAIRN_SYS_INTERVAL', fallback: '10', help: 'seconds between MQTT $SYS topic updates (0: no $SYS topics)' },
+  {
+    name: 'accept-lost-records-after', ...kinds.lsn, env: 'CAIRN_ACCEPT_LOST_RECORDS_AFTER',
+    help: 'start from the newest snapshot although the newest log segment(s) are missing, losing the records after it: give the LSN the log ends at, as the refusal names it',
+  },
+];
+
+export const serveCommand: CommandSpec = {
+  name: 'serve',
+  summary: 'Starts the broker. Every flag has a CAIRN_* environment twin and may be a key of the --config file;\na flag wins over the environment, which wins over the file, which wins over the default.',
+  flags: serveFlags,
+  notes: [
+    'sizes: bytes or a number with a unit: kB MB GB (powers of 1000), K M G or KiB MiB GiB (powers of 1024)\ndurations: a number and a unit: ms s m h d w',
+  ],
+  examples: [
+    'cairn serve --data /var/lib/cairn --bind 0.0.0.0 --segment-bytes 128MiB --retention-age 7d',
+    "cairn serve --config cairn.yaml --ingest 'sensors/#:sensor_readings' --print-config",
+  ],
+};
+
+/** Config-file keys: every flag but the ones about the file itself. */
+export const serveFileKeys: readonly string[] = serveFlags.map((flag) => flag.name).filter((name) => name !== 'config' && name !== 'print-config');
+
+/** Parse `cairn serve` argv with the environment and the --config file; throws UsageError. */
+export function readServeCommand(args: readonly string[], env: NodeJS.ProcessEnv): ParsedCommand {
+  return parseCommand(serveCommand, args, env, (file) => readConfigFile(file, serveFileKeys));
+}
+
 export function parseServeArgs(args: readonly string[], env: NodeJS.ProcessEnv): ServeConfig {
-  const values = new Map<string, string>();
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i]!;
-    if (!arg.startsWith('--')) throw new ConfigError(`unexpected argument '${arg}': cairn serve takes only --flags (see cairn serve --help)`);
-    const eq = arg.indexOf('=');
-    const name = eq >= 0 ? arg.slice(2, eq) : arg.slice(2);
-    if (!(name in serveFlags)) throw new ConfigError(`unknown flag --${name} (see cairn serve --help for the flags)`);
-    const value = eq >= 0 ? arg.slice(eq + 1) : args[++i];
-    if (value === undefined) throw new ConfigError(`flag --${name} needs a value`);
-    values.set(name, value);
-  }
-  const explicit = (name: string): string | undefined => values.get(name) ?? env[serveFlags[name]!.env];
-  const get = (name: string): string | undefined => explicit(name) ?? serveFlags[name]!.fallback;
+  return serveConfigOf(readServeCommand(args, env));
+}
+
+/** The typed configuration of a parsed (and so already checked) command. */
+export function serveConfigOf(parsed: ParsedCommand): ServeConfig {
+  const get = (name: string): string | undefined => {
+    const value = parsed.values.get(name)?.value;
+    return value === '' ? undefined : value;
+  };
+  const required = (name: string): string => get(name) ?? '';
+  const optional = <T>(name: string, kind: ValueKind<T>): T | undefined => {
+    const value = get(name);
+    return value === undefined ? undefined : kind.convert(value);
+  };
   return {
-    ...edgeConfig(get, explicit),
-    dataDir: get('data')!,
-    bind: get('bind')!,
-    mqttPort: port('mqtt-port', get('mqtt-port')!),
-    amqpPort: port('amqp-port', get('amqp-port')!),
-    httpPort: port('http-port', get('http-port')!),
-    ingestRoutes: ingest(get('ingest')!),
+    ...edgeConfigOf(parsed),
+    dataDir: required('data'),
+    bind: required('bind'),
+    mqttPort: kinds.port.convert(required('mqtt-port')),
+    amqpPort: kinds.port.convert(required('amqp-port')),
+    httpPort: kinds.port.convert(required('http-port')),
+    ingestRoutes: optional('ingest', ingestKind) ?? [],
     usersFile: get('users'),
-    segmentBytesMax: positiveInteger('segment-bytes', get('segment-bytes')!, 4096),
-    snapshotEveryRecords: positiveInteger('snapshot-every', get('snapshot-every')!, 0),
-    retentionBytes: optional(get('retention-bytes'), (v) => positiveInteger('retention-bytes', v, 0)),
-    retentionMs: optional(get('retention-age'), (v) => duration('retention-age', v)),
+    segmentBytesMax: kinds.segmentBytes.convert(required('segment-bytes')),
+    snapshotEveryRecords: kinds.snapshotEvery.convert(required('snapshot-every')),
+    retentionBytes: optional('retention-bytes', kinds.retentionBytes),
+    retentionMs: optional('retention-age', kinds.retentionAge),
     archiveDir: get('archive'),
-    sessionQueueMessagesMax: positiveInteger('session-queue-max', get('session-queue-max')!, 1),
-    queueReadyMessagesMax: positiveInteger('queue-max', get('queue-max')!, 1),
-    mqttPacketBytesMax: optional(get('mqtt-max-packet-bytes'), (v) => positiveInteger('mqtt-max-packet-bytes', v, 64)),
-    sysIntervalSeconds: positiveInteger('sys-interval', get('sys-interval')!, 0),
-    acceptLostRecordsAfter: optional(get('accept-lost-records-after'), (v) => positiveInteger('accept-lost-records-after', v, 0)),
+    sessionQueueMessagesMax: kinds.messages.convert(required('session-queue-max')),
+    queueReadyMessagesMax: kinds.messages.convert(required('queue-max')),
+    mqttPacketBytesMax: optional('mqtt-max-packet-bytes', kinds.packetBytes),
+    logLevel: kinds.logLevel.convert(required('log-level')),
+    logFormat: kinds.logFormat.convert(required('log-format')),
+    sysIntervalSeconds: kinds.seconds.convert(required('sys-interval')),
+    acceptLostRecordsAfter: optional('accept-lost-records-after', kinds.lsn),
   };
-}
-
-/** The flags of the edge block: TLS settings and listeners, WebSocket listeners, the ACL file. */
-function edgeConfig(get: (name: string) => string | undefined, explicit: (name: string) => string | undefined): Pick<ServeConfig, 'tls' | 'mqttsPort' | 'amqpsPort' | 'httpsPort' | 'wsPort' | 'wssPort' | 'aclFile'> {
-  const tls = tlsSettings(get);
-  const tlsPort = (flag: string): number | undefined => {
-    if (tls === undefined) {
-      if (explicit(flag) !== undefined && explicit(flag) !== 'off') throw new ConfigError(`--${flag} needs --tls-cert and --tls-key`);
-      return undefined;
-    }
-    return port(flag, get(flag)!);
-  };
-  return {
-    tls,
-    mqttsPort: tlsPort('mqtts-port'),
-    amqpsPort: tlsPort('amqps-port'),
-    httpsPort: tlsPort('https-port'),
-    wsPort: port('ws-port', get('ws-port')!),
-    wssPort: tlsPort('wss-port'),
-    aclFile: optional(get('acl'), (file) => file),
-  };
-}
-
-function tlsSettings(get: (name: string) => string | undefined): TlsSettings | undefined {
-  const certFile = optional(get('tls-cert'), (file) => file);
-  const keyFile = optional(get('tls-key'), (file) => file);
-  const caFile = optional(get('tls-ca'), (file) => file);
-  const clientCertificates = get('tls-client-cert')!;
-  if (!clientCertificateModes.includes(clientCertificates as ClientCertificateMode)) {
-    throw new ConfigError(`--tls-client-cert '${clientCertificates}' must be one of ${clientCertificateModes.join(', ')}`);
-  }
-  const identityAsUsername = get('tls-identity-as-username')!;
-  if (identityAsUsername !== 'true' && identityAsUsername !== 'false') throw new ConfigError(`--tls-identity-as-username '${identityAsUsername}' must be true or false`);
-  if (certFile === undefined && keyFile === undefined) {
-    if (caFile !== undefined || clientCertificates !== 'none' || identityAsUsername === 'true') throw new ConfigError('--tls-ca, --tls-client-cert and --tls-identity-as-username need --tls-cert and --tls-key');
-    return undefined;
-  }
-  if (certFile === undefined || keyFile === undefined) throw new ConfigError('--tls-cert and --tls-key go together: give both');
-  if (clientCertificates !== 'none' && caFile === undefined) throw new ConfigError(`--tls-client-cert ${clientCertificates} needs --tls-ca (the CA that client certificates chain to)`);
-  if (identityAsUsername === 'true' && clientCertificates !== 'required') throw new ConfigError('--tls-identity-as-username true needs --tls-client-cert required (a name from an unverified certificate proves nothing)');
-  return { certFile, keyFile, caFile, clientCertificates: clientCertificates as ClientCertificateMode, identityAsUsername: identityAsUsername === 'true' };
-}
-
-function optional<T>(value: string | undefined, parse: (value: string) => T): T | undefined {
-  return value === undefined || value === '' ? undefined : parse(value);
-}
-
-function port(flag: string, value: string): number | undefined {
-  if (value === 'off') return undefined;
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || n > 65535) throw new ConfigError(`--${flag} '${value}' is not a port: use 0–65535, 0 for any free port, or 'off'`);
-  return n;
-}
-
-function positiveInteger(flag: string, value: string, min: number): number {
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < min) throw new ConfigError(`--${flag} '${value}' must be an integer ≥ ${min}`);
-  return n;
-}
-
-const durationUnitsMs: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
-
-export function parseDuration(value: string): number | undefined {
-  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h|d|w)$/.exec(value.trim());
-  if (!match) return undefined;
-  return Math.round(Number(match[1]) * durationUnitsMs[match[2]!]!);
-}
-
-function duration(flag: string, value: string): number {
-  const ms = parseDuration(value);
-  if (ms === undefined) throw new ConfigError(`--${flag} '${value}' is not a duration: use a number and a unit, e.g. 90s, 30m, 12h, 7d`);
-  return ms;
-}
-
-function ingest(value: string): IngestRoute[] {
-  try {
-    return parseIngestRoutes(value);
-  } catch (error) {
-    if (error instanceof IngestRouteError) throw new ConfigError(`--ingest: ${error.message}`);
-    throw error;
-  }
-}
-
-export function serveHelp(): string {
-  const rows = Object.entries(serveFlags).map(([name, spec]) => `  --${name.padEnd(22)} ${spec.help}\n  ${''.padEnd(24)} env ${spec.env}${spec.fallback ? `, default ${spec.fallback}` : ''}`);
-  return `cairn serve [flags]\n\nStarts the broker. Every flag has an environment twin; the flag wins.\n\n${rows.join('\n')}\n`;
 }

@@ -105,9 +105,9 @@ export async function startCairn(config: ServeConfig, logger: Logger, internals:
     stop.beforeLog(() => broker.flush());
     reportRecovery(broker, config, logger);
     /** Start a listener when its port is configured; it is closed when the broker stops. */
-    const start = async <L extends { close(): Promise<void> }>(port: number | undefined, begin: (port: number) => Promise<L>): Promise<L | undefined> => {
-      if (port === undefined) return undefined;
-      const listener = await begin(port);
+    const start = async <L extends { close(): Promise<void> }>(name: string, port: number | undefined, begin: (port: number) => Promise<L>): Promise<L | undefined> => {
+      const listener = await listening(name, config.bind, port, begin);
+      if (listener === undefined) return undefined;
       stop.listener(() => listener.close());
       return listener;
     };
@@ -116,15 +116,15 @@ export async function startCairn(config: ServeConfig, logger: Logger, internals:
       accessDenied: (action) => metrics.accessDenied(action === 'write' ? 'publish' : action),
       ...(config.mqttPacketBytesMax !== undefined ? { limits: { packetBytesMax: config.mqttPacketBytesMax } } : {}),
     });
-    const mqtt = await start(config.mqttPort, (port) => startMqttServer(mqttOptions(port)));
-    const mqtts = await start(config.mqttsPort, (port) => startMqttServer({ ...mqttOptions(port), tls }));
-    const ws = await start(config.wsPort, (port) => startMqttWebSocketServer(mqttOptions(port)));
-    const wss = await start(config.wssPort, (port) => startMqttWebSocketServer({ ...mqttOptions(port), tls }));
+    const mqtt = await start('MQTT', config.mqttPort, (port) => startMqttServer(mqttOptions(port)));
+    const mqtts = await start('MQTT TLS', config.mqttsPort, (port) => startMqttServer({ ...mqttOptions(port), tls }));
+    const ws = await start('MQTT WebSocket', config.wsPort, (port) => startMqttWebSocketServer(mqttOptions(port)));
+    const wss = await start('MQTT secure WebSocket', config.wssPort, (port) => startMqttWebSocketServer({ ...mqttOptions(port), tls }));
     const amqpOptions = (port: number): Parameters<typeof startAmqpServer>[0] => ({
       core: broker.amqp, host: config.bind, port, logger, users, connectionEvents: metrics, accessDenied: () => metrics.accessDenied('amqp'),
     });
-    const amqp = await start(config.amqpPort, (port) => startAmqpServer(amqpOptions(port)));
-    const amqps = await start(config.amqpsPort, (port) => startAmqpServer({ ...amqpOptions(port), tls }));
+    const amqp = await start('AMQP', config.amqpPort, (port) => startAmqpServer(amqpOptions(port)));
+    const amqps = await start('AMQP TLS', config.amqpsPort, (port) => startAmqpServer({ ...amqpOptions(port), tls }));
     const mqttListeners = [mqtt, mqtts, ws, wss];
     const amqpListeners = [amqp, amqps];
     const count = (listeners: ReadonlyArray<{ connections(): number } | undefined>): number => listeners.reduce((sum, listener) => sum + (listener?.connections() ?? 0), 0);
@@ -147,8 +147,8 @@ export async function startCairn(config: ServeConfig, logger: Logger, internals:
       ...address('amqp', amqp), ...address('amqp/ssl', amqps),
     ];
     const httpOptions = (port: number): Parameters<typeof startHttpServer>[0] => ({ broker, host: config.bind, port, logger, users, version, connections, metrics, clients, listeners });
-    const http = await start(config.httpPort, (port) => startHttpServer(httpOptions(port)));
-    const https = await start(config.httpsPort, (port) => startHttpServer({ ...httpOptions(port), tls }));
+    const http = await start('HTTP', config.httpPort, (port) => startHttpServer(httpOptions(port)));
+    const https = await start('HTTPS', config.httpsPort, (port) => startHttpServer({ ...httpOptions(port), tls }));
     // Every listener on has its own connection cap.
     const caps = (listenersOn: ReadonlyArray<object | undefined>, cap: number): number => listenersOn.filter((listener) => listener !== undefined).length * cap;
     checkDescriptorBudget({
@@ -253,6 +253,31 @@ async function reload(acl: AclFile | undefined, tls: TlsCredentials | undefined,
   if (acl !== undefined) await attempt(`ACL file ${acl.path}`, () => acl.reload());
   if (tls !== undefined) await attempt('TLS certificate and key', () => tls.reload());
   return { failures };
+}
+
+/** A listener that could not start: `AMQP listener: 127.0.0.1:5672 already in use`. */
+export class ListenerError extends Error {
+  override readonly name = 'ListenerError';
+  readonly code = 'ELISTEN';
+}
+
+const listenFailures: Readonly<Record<string, string>> = {
+  EADDRINUSE: 'already in use',
+  EACCES: 'permission denied (ports below 1024 need privileges)',
+  EADDRNOTAVAIL: 'address not available on this machine',
+  ENOTFOUND: 'unknown host name',
+};
+
+/** Start a listener unless it is off (no port), naming it and its address when the operating system refuses the bind. */
+async function listening<T>(name: string, host: string, port: number | undefined, start: (port: number) => Promise<T>): Promise<T | undefined> {
+  if (port === undefined) return undefined;
+  try {
+    return await start(port);
+  } catch (error: unknown) {
+    const reason = listenFailures[(error as NodeJS.ErrnoException).code ?? ''];
+    if (reason === undefined) throw error;
+    throw new ListenerError(`${name} listener: ${host.includes(':') ? `[${host}]` : host}:${port} ${reason}`);
+  }
 }
 
 function reportRecovery(broker: Broker, config: ServeConfig, logger: Logger): void {

@@ -50,7 +50,7 @@ function asBadRequest<T>(run: () => T): T {
 }
 
 export function recentRecords(broker: Broker, url: URL): unknown[] {
-  checkParameters(url, Object.keys(filterFlags));
+  checkParameters(url, filterFlags.map((flag) => flag.name));
   const filter = asBadRequest(() => parseFilter(flagsOf(url), Date.now()));
   const limit = filter.limit ?? recordsLimitDefault;
   if (limit > recordsLimitMax) throw badRequest(`limit must be at most ${recordsLimitMax}, got ${limit}`);

@@ -1,43 +1,32 @@
 /**
- * Command-line parsing for `cairn inspect` and `cairn recover`: flags, LSNs
- * and times. Every bad input becomes a UsageError, which the entry points turn
- * into one line on stderr and exit code 2 (never a stack trace).
+ * Flags, LSNs and times for `cairn inspect` and `cairn recover`. Each
+ * subcommand declares its flags as a CommandSpec (the shared parser in
+ * src/command-line parses them and prints --help); the subcommand reads them
+ * as ParsedFlags. Every bad input becomes a UsageError, which the entry
+ * points turn into one line on stderr and exit code 2 (never a stack trace).
  */
-import { parseDuration } from '../config.js';
+import { booleanOf, type CommandSpec, type FlagSpec, type ParsedCommand, UsageError } from '../command-line/flags.js';
+import { parseDuration } from '../command-line/units.js';
 
-export class UsageError extends Error {
-  override readonly name = 'UsageError';
-  readonly code = 'EUSAGE';
-}
-
-export type FlagKind = 'string' | 'boolean';
-export type FlagSpec = Readonly<Record<string, FlagKind>>;
+export { UsageError } from '../command-line/flags.js';
 
 export interface ParsedFlags {
   readonly strings: ReadonlyMap<string, string>;
   readonly booleans: ReadonlySet<string>;
 }
 
-/** `--name value`, `--name=value` and boolean `--name`; anything else is refused with its name. */
-export function parseFlags(command: string, args: readonly string[], spec: FlagSpec): ParsedFlags {
+/** The flags a parsed command was given, as the subcommands read them. */
+export function flagsOf(parsed: ParsedCommand): ParsedFlags {
   const strings = new Map<string, string>();
   const booleans = new Set<string>();
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i]!;
-    if (!arg.startsWith('--')) throw new UsageError(`${command}: unexpected argument '${arg}'`);
-    const equals = arg.indexOf('=');
-    const name = equals < 0 ? arg.slice(2) : arg.slice(2, equals);
-    const kind = spec[name];
-    if (kind === undefined) throw new UsageError(`${command}: unknown flag --${name} (known: ${Object.keys(spec).map((f) => `--${f}`).join(', ')})`);
-    if (kind === 'boolean') {
-      if (equals >= 0) throw new UsageError(`${command}: --${name} takes no value`);
-      booleans.add(name);
-      continue;
+  for (const flag of parsed.spec.flags) {
+    const resolved = parsed.values.get(flag.name);
+    if (resolved === undefined) continue;
+    if (flag.kind === 'boolean') {
+      if (booleanOf(parsed, flag.name)) booleans.add(flag.name);
+    } else {
+      strings.set(flag.name, resolved.value);
     }
-    const value = equals >= 0 ? arg.slice(equals + 1) : args[++i];
-    if (value === undefined || (equals < 0 && value.startsWith('--'))) throw new UsageError(`${command}: --${name} needs a value`);
-    if (strings.has(name)) throw new UsageError(`${command}: --${name} given twice`);
-    strings.set(name, value);
   }
   return { strings, booleans };
 }
@@ -48,17 +37,49 @@ export function requiredString(command: string, flags: ParsedFlags, name: string
   return value;
 }
 
+// ───────────── value checks (a sentence saying what is wrong, or undefined) ─────────────
+
+export function lsnProblem(value: string): string | undefined {
+  return /^\d+$/.test(value) && Number.isSafeInteger(Number(value)) ? undefined : 'is not an LSN (a non-negative integer)';
+}
+
+export function positiveIntegerProblem(value: string): string | undefined {
+  return /^\d+$/.test(value) && Number.isSafeInteger(Number(value)) && Number(value) >= 1 ? undefined : 'must be a positive integer';
+}
+
+export function timeProblem(value: string): string | undefined {
+  if (parseDuration(value) !== undefined) return undefined;
+  return isoPattern.test(value.trim()) && !Number.isNaN(Date.parse(value.trim())) ? undefined : 'is not a time: use ISO-8601 (2024-05-01T12:00:00Z) or a duration ago (90s, 30m, 2h, 7d)';
+}
+
+export function pointProblem(value: string): string | undefined {
+  return /^\d+$/.test(value) ? lsnProblem(value) : timeProblem(value);
+}
+
+// ───────────── flags shared by the subcommands ─────────────
+
+export const dataFlag: FlagSpec = { name: 'data', kind: 'value', valueName: 'DIR', required: true, help: 'the data directory to read (safe on a live broker: read-only)' };
+export const jsonFlag: FlagSpec = { name: 'json', kind: 'boolean', help: 'one JSON object per line instead of a table' };
+export const timeFlag = (name: string, help: string): FlagSpec => ({ name, kind: 'value', valueName: 'TIME', help, check: timeProblem });
+export const lsnFlag = (name: string, help: string): FlagSpec => ({ name, kind: 'value', valueName: 'LSN', help, check: lsnProblem });
+export const countFlag = (name: string, help: string, fallback?: string): FlagSpec => ({
+  name, kind: 'value', valueName: 'N', help, check: positiveIntegerProblem, ...(fallback === undefined ? {} : { fallback }),
+});
+
+export type { CommandSpec };
+
 /** A non-negative integer LSN. */
 export function parseLsn(flag: string, value: string): number {
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n)) throw new UsageError(`--${flag} '${value}' is not an LSN (a non-negative integer)`);
-  return n;
+  return checked(flag, value, lsnProblem(value), Number);
 }
 
 export function parsePositiveInteger(flag: string, value: string): number {
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < 1) throw new UsageError(`--${flag} '${value}' must be a positive integer`);
-  return n;
+  return checked(flag, value, positiveIntegerProblem(value), Number);
+}
+
+function checked<T>(flag: string, value: string, problem: string | undefined, convert: (value: string) => T): T {
+  if (problem !== undefined) throw new UsageError(`--${flag} '${value}' ${problem}`);
+  return convert(value);
 }
 
 const isoPattern = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
@@ -69,11 +90,10 @@ const isoPattern = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d
  * (`90s`, `30m`, `2h`, `7d` meaning that long before `now`).
  */
 export function parseTime(flag: string, value: string, now: number): number {
-  const ago = parseDuration(value);
-  if (ago !== undefined) return now - ago;
-  const ms = isoPattern.test(value.trim()) ? Date.parse(value.trim()) : Number.NaN;
-  if (Number.isNaN(ms)) throw new UsageError(`--${flag} '${value}' is not a time: use ISO-8601 (2024-05-01T12:00:00Z) or a duration ago (90s, 30m, 2h, 7d)`);
-  return ms;
+  return checked(flag, value, timeProblem(value), () => {
+    const ago = parseDuration(value);
+    return ago !== undefined ? now - ago : Date.parse(value.trim());
+  });
 }
 
 /** `--at`: digits are an LSN, anything else a time. */

@@ -6,7 +6,8 @@
 import { topicMatchesFilter, validateTopicFilter } from '../core/topic-filter.js';
 import type { LogRecord } from '../log/index.js';
 import { kindName, RecordKind, type RecordKindName } from '../projections/records.js';
-import { parseLsn, parsePositiveInteger, parseTime, UsageError, type ParsedFlags } from './args.js';
+import type { FlagSpec } from '../command-line/flags.js';
+import { countFlag, lsnFlag, parseLsn, parsePositiveInteger, parseTime, timeFlag, UsageError, type ParsedFlags } from './args.js';
 
 export interface RecordFilter {
   readonly kinds: ReadonlySet<number> | undefined;
@@ -23,9 +24,17 @@ export interface RecordFilter {
 /** What a filter reads of a record: the offline reader's records and the live log's both have it. */
 export type FilteredRecord = Omit<LogRecord, 'size'>;
 
-export const filterFlags = {
-  kind: 'string', from: 'string', to: 'string', since: 'string', until: 'string', client: 'string', queue: 'string', topic: 'string', limit: 'string',
-} as const;
+export const filterFlags: readonly FlagSpec[] = [
+  { name: 'kind', kind: 'value', valueName: 'KINDS', help: `record kinds, comma-separated (${Object.keys(RecordKind).join(', ')})` },
+  lsnFlag('from', 'first LSN'),
+  lsnFlag('to', 'last LSN'),
+  timeFlag('since', 'records at or after this time: ISO-8601 or a duration ago (2h)'),
+  timeFlag('until', 'records at or before this time'),
+  { name: 'client', kind: 'value', valueName: 'ID', help: 'records naming this MQTT client id' },
+  { name: 'queue', kind: 'value', valueName: 'NAME', help: 'records naming this AMQP queue' },
+  { name: 'topic', kind: 'value', valueName: 'FILTER', help: "msg/retain records whose topic matches this MQTT filter ('plant/#')" },
+  countFlag('limit', 'stop after this many records'),
+];
 
 export function parseFilter(flags: ParsedFlags, now: number): RecordFilter {
   const s = flags.strings;

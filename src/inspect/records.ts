@@ -8,7 +8,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { LogRecord } from '../log/index.js';
-import { parseFlags, requiredString } from './args.js';
+import { dataFlag, jsonFlag, requiredString, type CommandSpec, type ParsedFlags } from './args.js';
 import { filterFlags, matches, parseFilter, pastEnd, readStart, type RecordFilter } from './filter.js';
 import { isoTime, kindLabel, summarize, toJsonValue } from './format.js';
 import { Progress, type InspectIo } from './progress.js';
@@ -17,8 +17,14 @@ import { writeLine } from './output.js';
 
 const followPollMs = 250;
 
-export async function inspectRecords(args: readonly string[], io: InspectIo): Promise<number> {
-  const flags = parseFlags('inspect records', args, { data: 'string', json: 'boolean', follow: 'boolean', ...filterFlags });
+export const recordsCommand: CommandSpec = {
+  name: 'inspect records',
+  summary: 'Prints the log\'s records, filtered: LSN, time, kind and a one-line summary (or JSON lines with --json).',
+  flags: [dataFlag, jsonFlag, { name: 'follow', kind: 'boolean', help: 'keep printing records as the broker appends them (Ctrl-C stops)' }, ...filterFlags],
+  examples: ["cairn inspect records --data ./data --kind msg --since 2h --topic 'plant/#' --json"],
+};
+
+export async function inspectRecords(flags: ParsedFlags, io: InspectIo): Promise<number> {
   const dir = requiredString('inspect records', flags, 'data');
   const filter = parseFilter(flags, Date.now());
   const json = flags.booleans.has('json');

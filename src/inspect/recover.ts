@@ -18,7 +18,7 @@ import { checkNotLocked, isLockFileName, lockDataDirectory } from '../log/direct
 import { LogError, SegmentedLog, type AppendRecord } from '../log/index.js';
 import { createSegment } from '../log/segment.js';
 import { writeSnapshotFile } from '../log/snapshot.js';
-import { parseFlags, parseLsn, parseTime, requiredString, UsageError } from './args.js';
+import { lsnFlag, parseLsn, parseTime, requiredString, timeFlag, UsageError, type CommandSpec, type ParsedFlags } from './args.js';
 import { isoTime } from './format.js';
 import { writeLines } from './output.js';
 import { replayBase, resolvePoint } from './project.js';
@@ -27,16 +27,27 @@ import { describeRange, openSource } from './source.js';
 
 const appendBatchRecords = 4096;
 
-export async function runRecoverCommand(args: readonly string[], io: InspectIo): Promise<number> {
-  const flags = parseFlags('recover', args, { from: 'string', to: 'string', lsn: 'string', time: 'string' });
+export const recoverCommand: CommandSpec = {
+  name: 'recover',
+  summary: 'Writes a new data directory whose state is the state right after record N (--lsn) or after the last record\nat or before a time (--time). The source directory is only read.',
+  flags: [
+    { name: 'from', kind: 'value', valueName: 'DIR', required: true, help: 'the data directory to recover from (read-only)' },
+    { name: 'to', kind: 'value', valueName: 'NEWDIR', required: true, help: 'a new or empty directory to write' },
+    lsnFlag('lsn', 'recover to right after this LSN'),
+    timeFlag('time', 'recover to the last record at or before this time'),
+  ],
+  examples: ['cairn recover --from ./data --to ./data-at-10h15 --time 2026-11-29T10:15:00Z'],
+};
+
+export async function runRecoverCommand(flags: ParsedFlags, io: InspectIo): Promise<number> {
   const fromDir = requiredString('recover', flags, 'from');
   const toDir = requiredString('recover', flags, 'to');
-  const lsnFlag = flags.strings.get('lsn');
-  const timeFlag = flags.strings.get('time');
-  if ((lsnFlag === undefined) === (timeFlag === undefined)) throw new UsageError('give exactly one of --lsn N or --time T');
+  const lsnValue = flags.strings.get('lsn');
+  const timeValue = flags.strings.get('time');
+  if ((lsnValue === undefined) === (timeValue === undefined)) throw new UsageError('give exactly one of --lsn N or --time T');
   if (resolve(fromDir) === resolve(toDir)) throw new UsageError('--to must be a new directory, not the source');
   const source = openSource(fromDir);
-  const target = resolvePoint(source, lsnFlag !== undefined ? { lsn: parseLsn('lsn', lsnFlag) } : { time: parseTime('time', timeFlag!, Date.now()) });
+  const target = resolvePoint(source, lsnValue !== undefined ? { lsn: parseLsn('lsn', lsnValue) } : { time: parseTime('time', timeValue!, Date.now()) });
   const base = replayBase(source, target);
   if (base === undefined) throw new UsageError(`cannot recover to LSN ${target}: no valid snapshot at or before it and ${describeRange(source)}`);
   checkTargetDirectory(toDir);

@@ -6,13 +6,19 @@
  *   segment                       first LSN  last LSN  records  bytes  first time  last time
  */
 import { isoTime } from './format.js';
-import { parseFlags, requiredString } from './args.js';
+import { dataFlag, jsonFlag, requiredString, type CommandSpec, type ParsedFlags } from './args.js';
 import { writeLines } from './output.js';
 import type { InspectIo } from './progress.js';
 import { openSource } from './source.js';
 
-export async function inspectSegments(args: readonly string[], io: InspectIo): Promise<number> {
-  const flags = parseFlags('inspect segments', args, { data: 'string', json: 'boolean' });
+export const segmentsCommand: CommandSpec = {
+  name: 'inspect segments',
+  summary: 'Lists the segment files with their LSN and time ranges, sizes and record counts, then the snapshots.',
+  flags: [dataFlag, jsonFlag],
+  examples: ['cairn inspect segments --data ./data'],
+};
+
+export async function inspectSegments(flags: ParsedFlags, io: InspectIo): Promise<number> {
   const source = openSource(requiredString('inspect segments', flags, 'data'));
   // verify() reads every frame; as a side effect the reader learns each segment's timestamps.
   const report = source.reader.verify();

@@ -9,15 +9,21 @@
  */
 import { encodeState } from '../projections/snapshot-codec.js';
 import type { BrokerState } from '../projections/state.js';
-import { parseFlags, parsePoint, requiredString } from './args.js';
+import { dataFlag, jsonFlag, parsePoint, pointProblem, requiredString, type CommandSpec, type ParsedFlags } from './args.js';
 import { isoTime, payloadPreview, toJsonValue } from './format.js';
 import { writeLines } from './output.js';
 import { projectState, resolvePoint } from './project.js';
 import type { InspectIo } from './progress.js';
 import { openSource } from './source.js';
 
-export async function inspectState(args: readonly string[], io: InspectIo): Promise<number> {
-  const flags = parseFlags('inspect state', args, { data: 'string', at: 'string', json: 'boolean' });
+export const stateCommand: CommandSpec = {
+  name: 'inspect state',
+  summary: 'Prints the projected broker state (sessions, retained, exchanges, queues, bindings, collections) right after a record.',
+  flags: [dataFlag, jsonFlag, { name: 'at', kind: 'value', valueName: 'LSN|TIME', help: 'an LSN, an ISO-8601 time or a duration ago (default: the last record)', check: pointProblem }],
+  examples: ['cairn inspect state --data ./data --at 2026-11-29T10:15:00Z --json'],
+};
+
+export async function inspectState(flags: ParsedFlags, io: InspectIo): Promise<number> {
   const source = openSource(requiredString('inspect state', flags, 'data'));
   const at = flags.strings.get('at');
   const lsn = resolvePoint(source, at === undefined ? undefined : parsePoint('at', at, Date.now()));

@@ -4,7 +4,7 @@
  * session destinations) and queues (destinations).
  */
 import { kindLabel } from './format.js';
-import { parseFlags, requiredString } from './args.js';
+import { dataFlag, jsonFlag, requiredString, type CommandSpec, type ParsedFlags } from './args.js';
 import { filterFlags, matches, parseFilter, pastEnd, readStart } from './filter.js';
 import { writeLines } from './output.js';
 import { Progress, type InspectIo } from './progress.js';
@@ -16,8 +16,14 @@ const topEntries = 10;
 
 interface KindStats { records: number; bytes: number }
 
-export async function inspectStats(args: readonly string[], io: InspectIo): Promise<number> {
-  const flags = parseFlags('inspect stats', args, { data: 'string', json: 'boolean', ...filterFlags });
+export const statsCommand: CommandSpec = {
+  name: 'inspect stats',
+  summary: 'Counts records, bytes and rates by kind over a range, with the top topics, clients and queues.',
+  flags: [dataFlag, jsonFlag, ...filterFlags],
+  examples: ['cairn inspect stats --data ./data --since 1h'],
+};
+
+export async function inspectStats(flags: ParsedFlags, io: InspectIo): Promise<number> {
   const source = openSource(requiredString('inspect stats', flags, 'data'));
   const filter = parseFilter(flags, Date.now());
   const byKind = new Map<string, KindStats>();

@@ -12,7 +12,7 @@
  */
 import { topicMatchesFilter, validateTopicFilter } from '../core/topic-filter.js';
 import { kindName, type BodyOf, type MsgBody } from '../projections/records.js';
-import { parseFlags, parseLsn, parsePositiveInteger, parseTime, requiredString, UsageError, type ParsedFlags } from './args.js';
+import { countFlag, dataFlag, jsonFlag, lsnFlag, parseLsn, parsePositiveInteger, parseTime, requiredString, timeFlag, UsageError, type CommandSpec, type ParsedFlags } from './args.js';
 import { isoTime, payloadPreview } from './format.js';
 import { writeLines } from './output.js';
 import { Progress, type InspectIo } from './progress.js';
@@ -32,8 +32,24 @@ type Selector =
   | { readonly by: 'seq'; readonly destination: string; readonly seq: number }
   | { readonly by: 'topic'; readonly filter: string; readonly since: number | undefined; readonly until: number | undefined };
 
-export async function inspectTrace(args: readonly string[], io: InspectIo): Promise<number> {
-  const flags = parseFlags('inspect trace', args, { data: 'string', lsn: 'string', queue: 'string', client: 'string', seq: 'string', topic: 'string', since: 'string', until: 'string', limit: 'string', json: 'boolean' });
+export const traceCommand: CommandSpec = {
+  name: 'inspect trace',
+  summary: 'Follows messages from their msg record to the end of each destination: delivered, acked, dropped or still pending.\nSelect by --lsn N, --queue Q --seq S, --client C --seq S, or --topic FILTER.',
+  flags: [
+    dataFlag, jsonFlag,
+    lsnFlag('lsn', 'the msg record to trace'),
+    { name: 'queue', kind: 'value', valueName: 'NAME', help: 'with --seq: the message at this AMQP queue sequence number' },
+    { name: 'client', kind: 'value', valueName: 'ID', help: 'with --seq: the message at this MQTT session sequence number' },
+    countFlag('seq', 'the destination sequence number (with --queue or --client)'),
+    { name: 'topic', kind: 'value', valueName: 'FILTER', help: 'every message whose topic matches this MQTT filter' },
+    timeFlag('since', 'with --topic: messages at or after this time'),
+    timeFlag('until', 'with --topic: messages at or before this time'),
+    countFlag('limit', 'with --topic: at most this many messages', String(traceMessagesMaxDefault)),
+  ],
+  examples: ['cairn inspect trace --data ./data --client cold-room-worker --seq 3', "cairn inspect trace --data ./data --topic 'plant/#' --since 1h"],
+};
+
+export async function inspectTrace(flags: ParsedFlags, io: InspectIo): Promise<number> {
   const source = openSource(requiredString('inspect trace', flags, 'data'));
   const selector = parseSelector(flags);
   const limitFlag = flags.strings.get('limit');

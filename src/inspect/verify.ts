@@ -13,15 +13,21 @@
  *   damaged      — the broker refuses to start, with the message shown
  */
 import { describeTornTail, judgeDataDirectory, type DataDirectoryJudgement } from '../log/index.js';
-import { parseFlags, requiredString } from './args.js';
+import { dataFlag, jsonFlag, requiredString, type CommandSpec, type ParsedFlags } from './args.js';
 import { writeLines } from './output.js';
 import type { InspectIo } from './progress.js';
 import { openSource } from './source.js';
 
 type Verdict = 'healthy' | 'recoverable' | 'degraded' | 'damaged';
 
-export async function inspectVerify(args: readonly string[], io: InspectIo): Promise<number> {
-  const flags = parseFlags('inspect verify', args, { data: 'string', json: 'boolean' });
+export const verifyCommand: CommandSpec = {
+  name: 'inspect verify',
+  summary: 'Checks every record\'s checksum, the LSN chain and the snapshots. Exit 0 when healthy, 1 otherwise (recoverable, degraded or damaged).',
+  flags: [dataFlag, jsonFlag],
+  examples: ['cairn inspect verify --data ./data'],
+};
+
+export async function inspectVerify(flags: ParsedFlags, io: InspectIo): Promise<number> {
   const dir = requiredString('inspect verify', flags, 'data');
   const source = openSource(dir);
   if (io.isTTY) io.stderr.write(`verifying ${dir}…`);

@@ -38,16 +38,23 @@ export function handleStartOk(connection: AmqpConnection, method: AmqpMethodName
         connection.authenticated(username);
         return;
       }
-      connection.logger.debug({ user: username, outcome }, 'AMQP login refused');
-      connection.refused(new AmqpConnectionError(REPLY_CODE.ACCESS_REFUSED, loginRefusedText(mechanism, outcome === 'busy')));
+      // Logged at warn so that the operator sees failed logins at the default level; the 403 text points to the log only when it shows them.
+      const logged = outcome !== 'busy' && connection.logger.isLevelEnabled('warn');
+      if (outcome === 'busy') connection.logger.debug({ user: username, outcome }, 'AMQP login not checked: too many in progress');
+      else connection.logger.warn({ remote: remoteAddress(connection), user: username, outcome }, 'AMQP login refused');
+      connection.refused(new AmqpConnectionError(REPLY_CODE.ACCESS_REFUSED, loginRefusedText(mechanism, outcome === 'busy', logged)));
     })
     .catch((error: unknown) => connection.fail(error, 0));
 }
 
-/** RabbitMQ's words; which part was wrong (user or password) is deliberately not said. */
-function loginRefusedText(mechanism: SaslMechanism, busy: boolean): string {
+/** RabbitMQ's words; which part was wrong (user or password) is deliberately not said to the client. */
+function loginRefusedText(mechanism: SaslMechanism, busy: boolean, logged: boolean): string {
   if (busy) return `Login using authentication mechanism ${mechanism} could not be checked: too many logins in progress; retry later`;
-  return `Login was refused using authentication mechanism ${mechanism}. For details see the broker logfile.`;
+  return `Login was refused using authentication mechanism ${mechanism}${logged ? '. For details see the broker logfile.' : ': wrong user name or password, or the user may not use AMQP'}`;
+}
+
+function remoteAddress(connection: AmqpConnection): string {
+  return `${connection.socket.remoteAddress ?? '?'}:${connection.socket.remotePort ?? '?'}`;
 }
 
 function clientCapability(clientProperties: FieldTable, name: string): boolean {

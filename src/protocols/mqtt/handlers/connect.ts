@@ -49,6 +49,10 @@ export async function handleConnect(connection: MqttConnection, packet: IConnect
   const username = identity ?? packet.username;
   const outcome = identity !== undefined ? users.admit('mqtt', identity) : await users.authenticate('mqtt', packet.username, packet.password);
   if (connection.isClosed) return;
+  if (outcome === 'bad-credentials' || outcome === 'not-authorized') {
+    // At warn, so the default level shows failed logins; the connection's logger names the remote address.
+    connection.logger.warn({ user: username ?? null, clientId: packet.clientId, outcome }, 'MQTT login refused');
+  }
   refuseUnlessAllowed(outcome, username);
   if (acl !== undefined) connection.topicAccess = topicAccessFor(acl, { username, clientId }, connection.context.accessDenied);
   // As Mosquitto: a will the client could not publish itself refuses the CONNECT.
