@@ -42,7 +42,7 @@ import { recentRecords, traceOf } from './log-records.js';
 import { QueryError } from './query.js';
 import { RateSampler, rateSampleMs } from './rates.js';
 import { json, type Answer, type Method, type RequestContext, type Route } from './route.js';
-import { collectionsView, documentsParameters, documentsView, logView, sessionsView } from './views.js';
+import { collectionsView, countParameters, countView, documentsParameters, documentsView, logView, sessionsView } from './views.js';
 
 export interface HttpServerOptions {
   readonly broker: Broker;
@@ -124,6 +124,11 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     {
       pattern: /^\/api\/collections\/([^/]+)\/documents$/, methods: {
         GET: ({ url, parameters }) => (checkParameters(url, documentsParameters), json(documentsView(broker, parameters[0] ?? '', url.searchParams))),
+      },
+    },
+    {
+      pattern: /^\/api\/collections\/([^/]+)\/count$/, methods: {
+        GET: ({ url, parameters }) => (checkParameters(url, countParameters), json(countView(broker, parameters[0] ?? '', url.searchParams))),
       },
     },
     { pattern: /^\/api\/log$/, methods: { GET: ({ url }) => (checkParameters(url, []), json(logView(broker))) } },

@@ -8,12 +8,14 @@
 import type { Broker } from '../core/broker.js';
 import { HttpError } from './http-error.js';
 import { logPositionOf } from './log-position.js';
-import { parseQuery, runQuery, type JsonDocument, type QueryInput } from './query.js';
+import { countMatching, parseQuery, runQuery, type JsonDocument, type QueryInput } from './query.js';
 
 export const listItemsMax = 10_000;
 export const documentsLimitDefault = 100;
 export const documentsLimitMax = 1_000;
-export const documentsParameters: readonly string[] = ['filter', 'sort', 'skip', 'limit'];
+/** The query parameters each collection route reads; the server refuses any other (a misspelled `?filtr=` must not return everything). */
+export const documentsParameters: readonly string[] = ['filter', 'sort', 'skip', 'limit', 'projection'];
+export const countParameters: readonly string[] = ['filter'];
 
 function capped<T>(items: T[]): { items: T[]; truncated: boolean } {
   return items.length > listItemsMax ? { items: items.slice(0, listItemsMax), truncated: true } : { items, truncated: false };
@@ -56,23 +58,35 @@ function jsonParameter(parameters: URLSearchParams, name: string): unknown {
   }
 }
 
-export function documentsView(broker: Broker, name: string, parameters: URLSearchParams): unknown {
+function documentsOf(broker: Broker, name: string): JsonDocument[] {
   const collection = broker.state.collections.get(name);
   if (!collection) throw new HttpError(404, 'not_found', `no collection named '${name}'`);
+  const documents: JsonDocument[] = [];
+  for (const [id, document] of collection.documents) documents.push({ ...document, _id: id });
+  return documents;
+}
+
+/** `/api/collections/NAME/documents?filter=&sort=&skip=&limit=&projection=` (MongoDB semantics, see query.ts). */
+export function documentsView(broker: Broker, name: string, parameters: URLSearchParams): unknown {
   const input: QueryInput = {
     filter: jsonParameter(parameters, 'filter'),
     sort: jsonParameter(parameters, 'sort'),
     skip: parameters.get('skip') ?? undefined,
     limit: parameters.get('limit') ?? String(documentsLimitDefault),
+    projection: jsonParameter(parameters, 'projection'),
   };
   const query = parseQuery(input);
   if (query.limit !== undefined && query.limit > documentsLimitMax) {
     throw new HttpError(400, 'bad_request', `limit must be at most ${documentsLimitMax}, got ${query.limit}`);
   }
-  const documents: JsonDocument[] = [];
-  for (const [id, document] of collection.documents) documents.push({ ...document, _id: id });
-  const found = runQuery(query, documents);
+  const found = runQuery(query, documentsOf(broker, name));
   return { collection: name, skip: query.skip, limit: query.limit, count: found.length, documents: found };
+}
+
+/** `/api/collections/NAME/count?filter=`: how many documents match, without sending them. */
+export function countView(broker: Broker, name: string, parameters: URLSearchParams): unknown {
+  const query = parseQuery({ filter: jsonParameter(parameters, 'filter') });
+  return { collection: name, count: countMatching(query, documentsOf(broker, name)) };
 }
 
 interface SnapshotAware {

@@ -30,14 +30,14 @@ const articlePublishes: ReadonlyArray<readonly [string, string]> = [
   ['chat/general', '{"msg": "not mapped"}'],
 ];
 
-async function articleBroker(): Promise<Broker> {
+async function articleBroker(publishes = articlePublishes, routes = 'sensors/#:sensor_readings,fleet/+/pos:pings'): Promise<Broker> {
   let now = 1791754335817;
-  const broker = Broker.open({ log: new MemoryLog(), ingestRoutes: parseIngestRoutes('sensors/#:sensor_readings,fleet/+/pos:pings'), clock: () => now++ });
+  const broker = Broker.open({ log: new MemoryLog(), ingestRoutes: parseIngestRoutes(routes), clock: () => now++ });
   const { session, durable } = broker.mqtt.connect('probe', true, new FakeLink());
   await durable;
   session.start();
   let packetId = 1;
-  for (const [topic, text] of articlePublishes) {
+  for (const [topic, text] of publishes) {
     const result = session.publish({ topic, payload: new TextEncoder().encode(text), qos: 1, retain: false, packetId: packetId++ });
     await result.durable;
   }
@@ -210,5 +210,74 @@ describe('HTTP API with users configured', () => {
     expect((await getJson(base, '/api/overview', basic('sensor', 'x'))).status).toBe(403);
     expect((await getJson(base, '/api/overview', basic('ops', 's3cret'))).status).toBe(200);
     expect((await fetch(`${base}/metrics`, basic('ops', 's3cret'))).status).toBe(200);
+  });
+});
+
+describe('collections with MongoDB query semantics (mingo) over HTTP', () => {
+  const things: ReadonlyArray<readonly [string, string]> = [
+    ['things/1', '{"name": "Alpha", "tags": ["a", "b"], "size": {"h": 10, "w": 4}, "scores": [82, 85, 88]}'],
+    ['things/2', '{"name": "beta", "tags": ["c"], "size": {"h": 3}, "scores": [75, 88, 89]}'],
+    ['things/3', '{"name": "gamma", "tags": "a", "scores": [5, 25], "note": null}'],
+  ];
+  let server: HttpServerHandle;
+  let base: string;
+  const documents = async (query: Record<string, unknown>): Promise<Array<Record<string, unknown>>> => {
+    const search = Object.entries(query).map(([name, value]) => `${name}=${encodeURIComponent(typeof value === 'string' ? value : JSON.stringify(value))}`).join('&');
+    const { status, body } = await getJson(base, `/api/collections/things/documents?${search}`);
+    expect(status, JSON.stringify(body)).toBe(200);
+    return body['documents'] as Array<Record<string, unknown>>;
+  };
+  const idsOf = async (filter: unknown): Promise<unknown[]> => (await documents({ filter })).map((d) => d['_id']);
+
+  beforeAll(async () => {
+    server = await startHttpServer({ broker: await articleBroker(things, 'things/#:things'), host: '127.0.0.1', port: 0, logger: silentLogger() });
+    base = `http://127.0.0.1:${server.port}`;
+  });
+  afterAll(async () => {
+    await server.close();
+  });
+
+  it('{"tags": "a"} matches an array holding "a" and a plain "a"', async () => {
+    expect(await idsOf({ tags: 'a' })).toEqual([1, 3]);
+  });
+
+  it('$elemMatch needs one element meeting every condition; without it different elements may', async () => {
+    expect(await idsOf({ scores: { $elemMatch: { $gte: 80, $lt: 85 } } })).toEqual([1]);
+    expect(await idsOf({ scores: { $gt: 15, $lt: 20 } })).toEqual([3]);
+  });
+
+  it('$in, $regex with $options, $exists (null counts as present), dotted paths', async () => {
+    expect(await idsOf({ tags: { $in: ['c', 'z'] } })).toEqual([2]);
+    expect(await idsOf({ name: { $regex: '^a', $options: 'i' } })).toEqual([1]);
+    expect(await idsOf({ note: { $exists: true } })).toEqual([3]);
+    expect(await idsOf({ 'size.h': { $gt: 5 } })).toEqual([1]);
+    expect(await idsOf({ 'size.w': { $exists: false } })).toEqual([2, 3]);
+  });
+
+  it('sort, skip, limit and projection', async () => {
+    const page = await documents({ sort: { 'size.h': -1 }, skip: '1', limit: '1', projection: { name: 1, _id: 0 } });
+    expect(page).toEqual([{ name: 'beta' }]);
+  });
+
+  it('count answers how many match, without the documents', async () => {
+    const all = await getJson(base, '/api/collections/things/count');
+    expect(all).toMatchObject({ status: 200, body: { collection: 'things', count: 3 } });
+    const tagged = await getJson(base, `/api/collections/things/count?filter=${encodeURIComponent('{"tags":"a"}')}`);
+    expect(tagged.body).toEqual({ collection: 'things', count: 2 });
+    expect((await getJson(base, '/api/collections/nothing/count')).status).toBe(404);
+  });
+
+  it.each([
+    ['/api/collections/things/documents?filtr={}', "unknown query parameter 'filtr' (known: filter, sort, skip, limit, projection)"],
+    ['/api/collections/things/count?limit=1', "unknown query parameter 'limit' (known: filter)"],
+    [`/api/collections/things/documents?filter=${encodeURIComponent('{"name":{"$regex":"("}}')}`, 'the filter is not valid: Invalid regular expression: /(/: Unterminated group'],
+    [`/api/collections/things/documents?filter=${encodeURIComponent('{"$where":"1"}')}`, "the filter is not valid: $where operator requires 'scriptEnabled' option to be true."],
+    [`/api/collections/things/count?filter=${encodeURIComponent('{"tags":{"$foo":1}}')}`, 'the filter is not valid: unknown query operator $foo'],
+    [`/api/collections/things/documents?projection=${encodeURIComponent('{"a":1,"b":0}')}`, 'the projection is not valid: Cannot do exclusion and inclusion in projection.'],
+  ])('400 with a one-line reason: %s', async (path, detail) => {
+    const { status, body } = await getJson(base, path);
+    expect(status).toBe(400);
+    expect(body).toEqual({ error: 'bad-query', detail });
+    expect(detail).not.toContain('\n');
   });
 });
