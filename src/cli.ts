@@ -17,9 +17,6 @@
  */
 import { parseCommand, UsageError } from './command-line/flags.js';
 import { renderHelp } from './command-line/help.js';
-import { passwdCommand, runPasswd } from './command-line/passwd.js';
-import { runServe } from './command-line/serve.js';
-import { runInspect, runRecover } from './inspect/index.js';
 import { version } from './version.js';
 
 const usage = `cairn ${version} — a message broker whose only source of truth is one append-only log
@@ -44,10 +41,12 @@ const exitBug = 70;
 async function main(command: string | undefined, args: string[]): Promise<number> {
   const io = { stdout: process.stdout, stderr: process.stderr, isTTY: process.stderr.isTTY === true };
   switch (command) {
-    case 'serve': return runServe(args, process.env, process.stdout);
-    case 'inspect': return runInspect(args, io);
-    case 'recover': return runRecover(args, io);
+    // Each command loads only its own modules: `inspect` never loads the broker, `--help` starts fast.
+    case 'serve': return (await import('./command-line/serve.js')).runServe(args, process.env, process.stdout);
+    case 'inspect': return (await import('./inspect/index.js')).runInspect(args, io);
+    case 'recover': return (await import('./inspect/index.js')).runRecover(args, io);
     case 'passwd': {
+      const { passwdCommand, runPasswd } = await import('./command-line/passwd.js');
       const parsed = parseCommand(passwdCommand, args);
       if (parsed.help) {
         process.stdout.write(renderHelp(passwdCommand));

@@ -10,7 +10,7 @@ import { parseCommand, UsageError, type CommandSpec, type FlagSpec, type ParsedC
 import { choiceKind, countKind, durationKind, portKind, sizeKind, textKind, type ValueKind } from './command-line/value-kinds.js';
 import { parseIngestRoutes, IngestRouteError, type IngestRoute } from './core/ingest.js';
 import { edgeConfigOf, edgeFlags, type EdgeConfig } from './edge-config.js';
-import { logFormats, logLevels, type LogFormat, type LogLevel } from './logger.js';
+import { logFormats, logLevels, type LogFormat, type LogLevel } from './log-levels.js';
 
 export { parseDuration, parseSize } from './command-line/units.js';
 export { UsageError } from './command-line/flags.js';

@@ -7,13 +7,11 @@
  */
 import { pino, type Logger } from 'pino';
 import { UsageError } from './command-line/flags.js';
+import { logFormats, logLevels, type LogFormat, type LogLevel } from './log-levels.js';
 
 export type { Logger };
 
-export const logLevels = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
-export type LogLevel = (typeof logLevels)[number];
-export const logFormats = ['auto', 'json', 'pretty'] as const;
-export type LogFormat = (typeof logFormats)[number];
+export { logFormats, logLevels, type LogFormat, type LogLevel } from './log-levels.js';
 
 export interface LoggerOptions {
   readonly level?: LogLevel;
