@@ -268,16 +268,16 @@ describe('collections with MongoDB query semantics (mingo) over HTTP', () => {
   });
 
   it.each([
-    ['/api/collections/things/documents?filtr={}', "unknown query parameter 'filtr' (known: filter, sort, skip, limit, projection)"],
-    ['/api/collections/things/count?limit=1', "unknown query parameter 'limit' (known: filter)"],
+    ['/api/collections/things/documents?filtr={}', "unknown query parameter 'filtr' for /api/collections/things/documents; accepted: filter, sort, skip, limit, projection"],
+    ['/api/collections/things/count?limit=1', "unknown query parameter 'limit' for /api/collections/things/count; accepted: filter"],
     [`/api/collections/things/documents?filter=${encodeURIComponent('{"name":{"$regex":"("}}')}`, 'the filter is not valid: Invalid regular expression: /(/: Unterminated group'],
     [`/api/collections/things/documents?filter=${encodeURIComponent('{"$where":"1"}')}`, "the filter is not valid: $where operator requires 'scriptEnabled' option to be true."],
     [`/api/collections/things/count?filter=${encodeURIComponent('{"tags":{"$foo":1}}')}`, 'the filter is not valid: unknown query operator $foo'],
     [`/api/collections/things/documents?projection=${encodeURIComponent('{"a":1,"b":0}')}`, 'the projection is not valid: Cannot do exclusion and inclusion in projection.'],
-  ])('400 with a one-line reason: %s', async (path, detail) => {
+  ])('400 with a one-line reason: %s', async (path, reason) => {
     const { status, body } = await getJson(base, path);
     expect(status).toBe(400);
-    expect(body).toEqual({ error: 'bad-query', detail });
-    expect(detail).not.toContain('\n');
+    expect(body).toEqual({ error: 'bad_request', reason });
+    expect(reason).not.toContain('\n');
   });
 });
