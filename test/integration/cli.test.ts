@@ -89,6 +89,8 @@ describe.concurrent('usage errors: exit 2, one line naming the flag', () => {
     [['serve'], { CAIRN_LOG_LEVEL: 'verbose' }, /^cairn serve: CAIRN_LOG_LEVEL \(--log-level\) 'verbose' is not one of trace, debug, info, warn, error, fatal, silent$/],
     [['serve', '--ingest', 'nocolon'], {}, /^cairn serve: --ingest 'nocolon' is not a list of routes/],
     [['serve', '--print-config=yes'], {}, /^cairn serve: --print-config takes no value$/],
+    [['serve', '--mqtts-port', '8883'], {}, /^cairn serve: --mqtts-port needs --tls-cert and --tls-key$/],
+    [['serve', '--tls-client-cert', 'maybe'], {}, /^cairn serve: --tls-client-cert 'maybe' is not one of none, optional, required$/],
     [['inspect', 'records', '--data'], {}, /^cairn inspect records: --data needs a value/],
     [['inspect', 'records', '--limit', '0', '--data', '.'], {}, /^cairn inspect records: --limit '0' must be a positive integer$/],
     [['inspect', 'state', '--data', '.', '--at', 'noon'], {}, /^cairn inspect state: --at 'noon' is not a time/],
@@ -150,11 +152,12 @@ describe('runtime failures: exit 1, one line', () => {
   });
   afterAll(() => new Promise<void>((done) => occupied.close(() => done())));
 
-  it.each(['mqtt', 'amqp', 'http'])('a %s port in use names the listener', async (protocol) => {
-    const ports = { mqtt: '0', amqp: '0', http: '0', [protocol]: String(port) };
-    const r = await run(['serve', '--data', join(temp.path, `busy-${protocol}`), '--mqtt-port', ports.mqtt, '--amqp-port', ports.amqp, '--http-port', ports.http, '--log-level', 'warn']);
+  it.each([['mqtt', 'MQTT'], ['amqp', 'AMQP'], ['http', 'HTTP'], ['ws', 'MQTT WebSocket']])('a %s port in use names the listener', async (protocol, name) => {
+    const ports: Record<string, string> = { mqtt: '0', amqp: '0', http: '0', ws: 'off', [protocol]: String(port) };
+    const listenerFlags = Object.entries(ports).flatMap(([flag, value]) => [`--${flag}-port`, value]);
+    const r = await run(['serve', '--data', join(temp.path, `busy-${protocol}`), ...listenerFlags, '--log-level', 'warn']);
     expect(r.code).toBe(1);
-    expect(r.err).toBe(`cairn serve: ${protocol.toUpperCase()} listener: 127.0.0.1:${port} already in use\n`);
+    expect(r.err).toBe(`cairn serve: ${name} listener: 127.0.0.1:${port} already in use\n`);
   });
 });
 

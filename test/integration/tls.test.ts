@@ -208,7 +208,7 @@ describe('configuration', () => {
     expect(() => parseServeArgs(['--mqtts-port', '8883'], {})).toThrow(/--mqtts-port needs --tls-cert and --tls-key/);
     expect(() => parseServeArgs(['--tls-cert', 'c', '--tls-key', 'k', '--tls-client-cert', 'required'], {})).toThrow(/needs --tls-ca/);
     expect(() => parseServeArgs(['--tls-cert', 'c', '--tls-key', 'k', '--tls-ca', 'a', '--tls-identity-as-username', 'true'], {})).toThrow(/needs --tls-client-cert required/);
-    expect(() => parseServeArgs(['--tls-cert', 'c', '--tls-key', 'k', '--tls-client-cert', 'maybe'], {})).toThrow(/must be one of none, optional, required/);
+    expect(() => parseServeArgs(['--tls-cert', 'c', '--tls-key', 'k', '--tls-client-cert', 'maybe'], {})).toThrow(/--tls-client-cert 'maybe' is not one of none, optional, required/);
     const defaults = parseServeArgs(['--tls-cert', 'c', '--tls-key', 'k'], {});
     expect([defaults.mqttsPort, defaults.amqpsPort, defaults.httpsPort, defaults.wssPort, defaults.wsPort]).toEqual([8883, 5671, 15671, undefined, undefined]);
     expect(parseServeArgs([], {}).tls).toBeUndefined();
