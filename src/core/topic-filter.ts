@@ -123,8 +123,13 @@ export function filterCoversFilter(outer: string, inner: string): boolean {
     const dollarLevel = index === 0 && innerLevel !== undefined && innerLevel.startsWith('$');
     if (outerLevel === '#') return !dollarLevel;
     if (innerLevel === undefined) return false;
-    // Only '#' covers '#' — and, as the first level, '+/#' (a topic has at least one level).
-    if (innerLevel === '#') return index === 0 && outerLevel === '+' && outerLevels.length === 2 && outerLevels[1] === '#';
+    // Only '#' covers '#' — and so does '+/#' where the inner '#' cannot match its parent level:
+    // at the first level (a topic has at least one level) or after one empty level ('/#' never
+    // matches the topic '', which is not a valid topic name [MQTT-4.7.3-1]).
+    if (innerLevel === '#') {
+      const parentIsNoTopic = index === 0 || (index === 1 && innerLevels[0] === '');
+      return parentIsNoTopic && outerLevel === '+' && outerLevels.length === index + 2 && outerLevels[index + 1] === '#';
+    }
     if (outerLevel === '+') {
       if (dollarLevel) return false;
       continue;
