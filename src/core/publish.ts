@@ -82,9 +82,12 @@ export function publish(context: PublishContext, routed: Publication): Durable {
  */
 function withoutUnreadableSessions(publication: Publication): Publication {
   let readable: Map<SessionRuntime, Qos> | undefined;
-  const topic = publication.exchange === undefined ? publication.topic : swapSeparators(publication.topic);
+  // Built only when some subscriber has an ACL: without --acl a publish pays for no topic copy.
+  let topic: string | undefined;
   for (const [session, qos] of publication.sessions) {
-    const denied = session.reader?.mayRead(topic) === false;
+    const reader = session.reader;
+    const denied = reader !== undefined
+      && !reader.mayRead(topic ??= publication.exchange === undefined ? publication.topic : swapSeparators(publication.topic));
     if (denied && readable === undefined) {
       readable = new Map();
       for (const [earlier, earlierQos] of publication.sessions) {
