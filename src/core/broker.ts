@@ -31,6 +31,8 @@ import type { BrokerRecord } from '../projections/records.js';
 /** What the broker needs from the log beyond appending: replay and snapshots. */
 export interface BrokerLog extends RecordLog {
   read(from?: { lsn?: number }): Iterable<BrokerRecord>;
+  /** One record by LSN, synchronously (positioned read): how a queued message's payload comes back for delivery. */
+  readRecord(lsn: number): BrokerRecord;
   loadSnapshot?(): { lsn: number; data: Uint8Array } | undefined;
   writeSnapshot?(lsn: number, data: Uint8Array): Promise<void>;
   applyRetention?(): Promise<unknown>;

@@ -41,6 +41,13 @@ export class MemoryLog implements RecordLog {
     return this.failed ? Promise.reject(this.failed) : Promise.resolve();
   }
 
+  /** The record at `lsn` (a queued message's payload is read back this way). Throws when it is not in the log. */
+  readRecord(lsn: number): CoreAppendRecord & { readonly lsn: number } {
+    const found = this.records[lsn - 1];
+    if (found === undefined) throw new RangeError(`no record at LSN ${lsn} (the log holds 1..${this.records.length})`);
+    return found;
+  }
+
   *read(from: { lsn?: number } = {}): IterableIterator<CoreAppendRecord & { readonly lsn: number }> {
     for (let i = Math.max(0, (from.lsn ?? 1) - 1); i < this.records.length; i++) yield this.records[i]!;
   }

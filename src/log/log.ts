@@ -187,6 +187,15 @@ export class SegmentedLog {
     return readRecords(this.settings.fileSystem, this.settings.dir, view, from);
   }
 
+  /** The record at `lsn`. (Scans its segment from the start; an offset index replaces this.) */
+  readRecord(lsn: Lsn): LogRecord {
+    if (!Number.isSafeInteger(lsn) || lsn < this.firstLsn || lsn >= this.commit.writtenLsn + 1) {
+      throw new LogError('EINVALIDARGUMENT', `no record at LSN ${String(lsn)} (readable: ${this.firstLsn}..${this.commit.writtenLsn})`);
+    }
+    for (const record of this.read({ lsn })) return record;
+    throw new LogError('EINVALIDARGUMENT', `no record at LSN ${lsn}`);
+  }
+
   segments(): SegmentInfo[] {
     return this.segmentList.map(toSegmentInfo);
   }
