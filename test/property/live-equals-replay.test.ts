@@ -33,6 +33,11 @@ class EncodingMemoryLog implements BrokerLog {
   *read(from: { lsn?: number } = {}): IterableIterator<BrokerRecord> {
     for (const r of this.encoded.slice(Math.max(0, (from.lsn ?? 1) - 1))) yield { ...r, body: decode(r.body) };
   }
+  readRecord(lsn: number): BrokerRecord {
+    const r = this.encoded[lsn - 1];
+    if (r === undefined) throw new RangeError(`no record at LSN ${lsn}`);
+    return { ...r, body: decode(r.body) };
+  }
   loadSnapshot(): { lsn: number; data: Uint8Array } | undefined { return this.snapshotSaved; }
   writeSnapshot(lsn: number, data: Uint8Array): Promise<void> { this.snapshotSaved = { lsn, data }; return Promise.resolve(); }
 }
