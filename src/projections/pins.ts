@@ -1,0 +1,37 @@
+/**
+ * What pins the log: the oldest record that a live message still needs.
+ * Queued messages are references into the log (their payload is read back
+ * from the segment on delivery), so retention must keep every segment from
+ * the oldest live message's LSN on. Within one destination, seq order is LSN
+ * order (a msg record takes its seqs when it is appended), so the oldest
+ * entry of each destination is its first one.
+ */
+import type { BrokerState } from './state.js';
+
+export type PinHolder =
+  | { readonly kind: 'session'; readonly client: string; readonly seq: number }
+  | { readonly kind: 'queue'; readonly queue: string; readonly seq: number };
+
+export interface LogPin {
+  /** The oldest LSN retention must keep. */
+  readonly lsn: number;
+  readonly holder: PinHolder;
+}
+
+/** The oldest live message reference in the state, or undefined when nothing is queued. */
+export function oldestLiveMessage(state: BrokerState): LogPin | undefined {
+  let oldest: LogPin | undefined;
+  for (const session of state.sessions.values()) {
+    for (const [seq, entry] of session.pending) {
+      if (oldest === undefined || entry.message.lsn < oldest.lsn) oldest = { lsn: entry.message.lsn, holder: { kind: 'session', client: session.clientId, seq } };
+      break;
+    }
+  }
+  for (const queue of state.queues.values()) {
+    for (const [seq, entry] of queue.pending) {
+      if (oldest === undefined || entry.message.lsn < oldest.lsn) oldest = { lsn: entry.message.lsn, holder: { kind: 'queue', queue: queue.name, seq } };
+      break;
+    }
+  }
+  return oldest;
+}
