@@ -12,6 +12,7 @@
 import { decode, encode } from '@msgpack/msgpack';
 import { apply } from '../projections/apply.js';
 import { decodeState, encodeState, type EncodedState } from '../projections/snapshot-codec.js';
+import { oldestLiveMessage } from '../projections/pins.js';
 import { initialState, type BrokerState, type StoredMessage } from '../projections/state.js';
 import { silentLogger, type Logger } from '../logger.js';
 import type { AmqpCore, MqttCore, Qos } from './api.js';
@@ -35,7 +36,8 @@ export interface BrokerLog extends RecordLog {
   readRecord(lsn: number): BrokerRecord;
   loadSnapshot?(): { lsn: number; data: Uint8Array } | undefined;
   writeSnapshot?(lsn: number, data: Uint8Array): Promise<void>;
-  applyRetention?(): Promise<unknown>;
+  /** Retires old segments and snapshots; never a segment holding `keepFromLsn` or a later LSN (a live message). */
+  applyRetention?(pin?: { keepFromLsn?: number | undefined }): Promise<unknown>;
 }
 
 export interface BrokerOptions {
@@ -186,12 +188,14 @@ export class Broker {
       this.committer.flushSettled();
       const lsn = this.state.lastLsn;
       const data = encode(encodeState(this.state));
+      // The pin comes from the snapshotted state, not a later one: an ack after it may not be durable yet.
+      const keepFromLsn = oldestLiveMessage(this.state)?.lsn;
       this.committer.recordsSinceSnapshot = 0;
       await this.committer.settled();
       if (this.log.failed) return undefined;
       await writeSnapshot.call(this.log, lsn, data);
       this.options.observer?.snapshotWritten?.((performance.now() - started) / 1000);
-      await this.log.applyRetention?.call(this.log);
+      await this.log.applyRetention?.call(this.log, { keepFromLsn });
       this.logger.info({ lsn, bytes: data.byteLength }, 'snapshot written');
       return lsn;
     } finally {

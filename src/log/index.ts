@@ -2,7 +2,7 @@
  * The log's public surface. Other layers import from here only.
  */
 export type { Lsn, AppendRecord, LogRecord } from './record.js';
-export { SegmentedLog, type LogOptions } from './log.js';
+export { SegmentedLog, type LogOptions, type RetentionPin } from './log.js';
 export type { SegmentInfo } from './segment.js';
 export type { Snapshot, SnapshotFileInfo } from './snapshot.js';
 export type { ReadFrom } from './read.js';

@@ -9,6 +9,10 @@
  * - A promise returned by append resolves only after fdatasync of its records.
  * - A snapshot never covers a record that is not durable yet.
  * - The last segment is never removed, so nextLsn survives any retention.
+ * - Retention never removes a segment holding an LSN >= the caller's pin
+ *   (`applyRetention({ keepFromLsn })`: the broker passes the LSN of the
+ *   oldest message still queued, whose payload is read back from its segment),
+ *   and never the newest valid snapshot, nor an invalid one (retention.ts).
  */
 import { join } from 'node:path';
 import { silentLogger, type Logger } from '../logger.js';
@@ -19,9 +23,9 @@ import { checkReadFrom, readRecords, type ReadFrom } from './read.js';
 import { HistoryCheck, withoutRetired, type HistoryStatus } from './history.js';
 import { applyRecoveryPlan, planRecovery, scanSegment } from './recovery.js';
 import type { AppendRecord, LogRecord, Lsn } from './record.js';
-import { countRemovableSegments, removeOrArchive } from './retention.js';
+import { planRetention, removeOrArchive } from './retention.js';
 import { createSegment, listDataDirectory, segmentFileName, segmentHeaderBytes, toSegmentInfo, type SegmentInfo, type SegmentState } from './segment.js';
-import { firstValidSnapshotAtOrAfter, loadNewestValidSnapshot, writeSnapshotFile, type Snapshot } from './snapshot.js';
+import { firstValidSnapshotAtOrAfter, loadNewestValidSnapshot, readSnapshotFile, writeSnapshotFile, type Snapshot } from './snapshot.js';
 import { zeroBuffer, zeroFillSizes, type ZeroFillSizes } from './zero-fill.js';
 
 export interface LogOptions {
@@ -54,6 +58,12 @@ export interface LogOptions {
   acceptLostRecordsAfter?: Lsn | undefined;
 }
 
+/** What retention must keep besides what its policy keeps. */
+export interface RetentionPin {
+  /** Keep every segment holding an LSN >= this (the oldest record a live message needs); undefined: no pin. */
+  readonly keepFromLsn?: Lsn | undefined;
+}
+
 export const segmentBytesMaxDefault = 64 * 1024 * 1024;
 /** Tiny segments are for tests; below this a segment could not hold a useful record. */
 export const segmentBytesMaxMin = 256;
@@ -78,6 +88,8 @@ export class SegmentedLog {
   private readonly commit: GroupCommit;
   private maintenance: Promise<unknown> = Promise.resolve();
   private closing: Promise<void> | undefined;
+  /** Whether each snapshot file (by LSN) passed its checks: those written or loaded here, and those retention has read. */
+  private readonly snapshotValidity = new Map<Lsn, boolean>();
 
   private constructor(
     private readonly settings: Settings,
@@ -87,6 +99,7 @@ export class SegmentedLog {
     private newestSnapshotLsn: Lsn | undefined,
     private readonly historyCheck: HistoryCheck,
   ) {
+    if (newestSnapshotLsn !== undefined) this.snapshotValidity.set(newestSnapshotLsn, true);
     const last = segmentList[segmentList.length - 1]!;
     this.commit = new GroupCommit({
       nextLsn: last.lastLsn + 1,
@@ -210,6 +223,7 @@ export class SegmentedLog {
       await this.commit.waitDurable(lsn);
       const file = await writeSnapshotFile(this.settings.fileSystem, this.settings.dir, lsn, data);
       if (this.newestSnapshotLsn === undefined || lsn > this.newestSnapshotLsn) this.newestSnapshotLsn = lsn;
+      this.snapshotValidity.set(lsn, true);
       this.settings.logger.info({ snapshot: file, lsn, bytes: data.length }, 'snapshot written');
     });
   }
@@ -221,10 +235,17 @@ export class SegmentedLog {
     return snapshot === undefined ? undefined : { lsn: snapshot.lsn, data: snapshot.data };
   }
 
-  /** Removes (or archives) the segments retention allows, and the snapshots that can no longer be used. */
-  applyRetention(): Promise<{ removed: string[]; archived: string[] }> {
+  /**
+   * Removes (or archives) the segments retention allows and the snapshots it no longer needs (retention.ts):
+   * call it after each snapshot. `keepFromLsn` pins the log: no segment holding that LSN or a later one goes.
+   */
+  applyRetention(pin: RetentionPin = {}): Promise<{ removed: string[]; archived: string[] }> {
     if (this.closing !== undefined) return Promise.reject(new LogClosedError());
-    return this.exclusively(() => this.retain());
+    const { keepFromLsn } = pin;
+    if (keepFromLsn !== undefined && !(Number.isSafeInteger(keepFromLsn) && keepFromLsn >= 1)) {
+      return Promise.reject(new LogError('EINVALIDARGUMENT', `keepFromLsn must be a positive integer, got ${String(keepFromLsn)}`));
+    }
+    return this.exclusively(() => this.retain(keepFromLsn));
   }
 
   /** Refuses new appends, waits for those in flight, and closes the files. */
@@ -269,21 +290,32 @@ export class SegmentedLog {
     return { fd, state, fileBytes: segmentHeaderBytes + (zeros?.length ?? 0) };
   }
 
-  private async retain(): Promise<{ removed: string[]; archived: string[] }> {
+  private async retain(keepFromLsn: Lsn | undefined): Promise<{ removed: string[]; archived: string[] }> {
     const { dir, archiveDir, logger, fileSystem } = this.settings;
     const snapshotLsn = this.newestSnapshotLsn;
     if (snapshotLsn === undefined) return { removed: [], archived: [] };
     if (this.settings.retentionMs !== undefined) this.learnTimestamps(snapshotLsn);
     const candidates = this.segmentList.map((s) => ({ bytes: s.bytes, firstLsn: s.firstLsn, lastLsn: s.lastLsn, maxTimestamp: s.timestamps?.max }));
-    // Snapshot files appear only by rename of a complete, fsynced temp file, so their names are trusted here.
-    const snapshots = listDataDirectory(fileSystem, dir).snapshots.filter((s) => s.lsn <= snapshotLsn);
-    const count = countRemovableSegments(candidates, snapshots.map((s) => s.lsn), this.settings, this.settings.clock());
+    // Never a snapshot newer than the newest this log wrote or loaded: it is not one retention knows to be valid.
+    const snapshots = listDataDirectory(fileSystem, dir).snapshots.filter((s) => s.lsn <= snapshotLsn).map((s) => ({ ...s, valid: this.isValidSnapshot(s) }));
+    const plan = planRetention(candidates, snapshots, this.settings, this.settings.clock(), keepFromLsn);
     // Forget the segments first, so no read started from now on can reach them.
-    const files = this.segmentList.splice(0, count).map((s) => s.file);
-    const obsoleteSnapshots = snapshots.filter((s) => s.lsn < snapshotLsn && s.lsn + 1 < this.firstLsn).map((s) => s.file);
-    const result = await removeOrArchive(fileSystem, dir, archiveDir, [...files, ...obsoleteSnapshots]);
-    if (files.length + obsoleteSnapshots.length > 0) logger.info({ ...result, firstLsn: this.firstLsn, snapshotLsn }, 'retention applied');
+    const files = this.segmentList.splice(0, plan.segments).map((s) => s.file);
+    const retired = snapshots.filter((s) => plan.snapshots.includes(s.lsn));
+    for (const s of retired) this.snapshotValidity.delete(s.lsn);
+    const result = await removeOrArchive(fileSystem, dir, archiveDir, [...files, ...retired.map((s) => s.file)]);
+    if (files.length + retired.length > 0) logger.info({ ...result, firstLsn: this.firstLsn, snapshotLsn, keepFromLsn }, 'retention applied');
     return result;
+  }
+
+  /** Reads a snapshot file once to check it (a file never changes under its name except by writeSnapshot). */
+  private isValidSnapshot(snapshot: { file: string; lsn: Lsn }): boolean {
+    let valid = this.snapshotValidity.get(snapshot.lsn);
+    if (valid === undefined) {
+      valid = !('invalid' in readSnapshotFile(this.settings.fileSystem, this.settings.dir, snapshot.file, snapshot.lsn));
+      this.snapshotValidity.set(snapshot.lsn, valid);
+    }
+    return valid;
   }
 
   /**

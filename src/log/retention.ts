@@ -1,22 +1,44 @@
 /**
- * Retention: which old segments may go, and making them go durably.
+ * Retention: which old segments and snapshots may go, and making them go durably.
  *
- * A segment may be removed only when BOTH hold:
+ * A segment may be removed only when ALL hold:
  *   1. it is wholly covered by the newest snapshot (lastLsn <= snapshot LSN),
- *      so start-up never needs it, and
+ *      so start-up never needs it;
  *   2. it is outside the point-in-time window. The window is the union of the
  *      configured limits: the newest `retentionBytes` bytes of segments, and
  *      every segment holding a record younger than `retentionMs`. With neither
- *      configured, the window is the whole log and nothing is removed.
+ *      configured, the window is the whole log and nothing is removed;
+ *   3. it holds no live message: every LSN in it is below the caller's pin
+ *      `keepFromLsn` (the oldest record a message still queued needs — its
+ *      payload is read back from the segment on delivery), whatever the
+ *      settings.
  * The last (active) segment is never removed, and only a prefix of the log
  * goes: a hole in the LSN chain would read as corruption.
  *
- * Point-in-time recovery to an LSN X needs a snapshot at or before X and the
- * records after it. So the window is anchored on the newest snapshot A that
- * lies before the window's first record W: only segments wholly at or before A
- * go, and A stays (older snapshots become obsolete). Every LSN from A on stays
- * restorable; without such a snapshot nothing goes, since only a replay from
- * LSN 1 could reach the window's start.
+ * Point-in-time recovery to an LSN X needs a valid snapshot at or before X
+ * and the records after it. So the window is anchored on the newest valid
+ * snapshot A that lies before the window's first record W: only segments
+ * wholly at or before A go. Every LSN from A on stays restorable; without such
+ * a snapshot nothing goes, since only a replay from LSN 1 could reach W.
+ *
+ * Snapshots kept (every other valid snapshot at or before the newest goes):
+ *   - the newest valid one (start-up loads it);
+ *   - the anchor A, when there is one;
+ *   - with a window configured, the successor: the oldest valid snapshot after
+ *     A (older than the newest). It is the next anchor: once the window has
+ *     moved past it, the segments up to it can go. Keeping only the newest and
+ *     A would stall retention for good as soon as the window is longer than
+ *     the snapshot interval: no kept snapshot would ever fall before the
+ *     window's first record again. The price of keeping one successor rather
+ *     than every snapshot inside the window: the anchor advances in steps, so
+ *     the log can hold up to about twice the window (plus a snapshot interval)
+ *     before the next step, with at most three snapshots on disk.
+ * Without a window no segment ever goes, so no successor is needed; replay
+ * from LSN 1 (or from A, if earlier retention removed the start) reaches
+ * every LSN.
+ * Invalid snapshots (a failed check, logged at start-up) are never removed:
+ * they are kept for forensics, never count as the newest, an anchor or a
+ * successor, and the operator removes them after looking.
  */
 import { join } from 'node:path';
 import { isErrnoCode, LogError } from './errors.js';
@@ -36,21 +58,64 @@ export interface RetentionCandidate {
   readonly maxTimestamp: number | undefined;
 }
 
+export interface SnapshotCandidate {
+  readonly lsn: Lsn;
+  /** Passed its checks (snapshot.ts). */
+  readonly valid: boolean;
+}
+
+export interface RetentionPlan {
+  /** How many segments, counted from the oldest, go. */
+  readonly segments: number;
+  /** The LSNs of the snapshots that go, ascending. */
+  readonly snapshots: Lsn[];
+}
+
+/**
+ * What retention removes, given the segments (oldest first), the snapshots at or before the newest valid one,
+ * the policy, the time, and the pin (undefined: nothing is queued). Pure.
+ */
+export function planRetention(segments: readonly RetentionCandidate[], snapshots: readonly SnapshotCandidate[], policy: RetentionPolicy, now: number, keepFromLsn: Lsn | undefined): RetentionPlan {
+  const valid = snapshots.filter((s) => s.valid).map((s) => s.lsn).sort((a, b) => a - b);
+  return { segments: countRemovableSegments(segments, valid, policy, now, keepFromLsn), snapshots: retiredSnapshots(segments, valid, policy, now) };
+}
+
 /** How many segments, counted from the oldest, may be removed, given the LSNs of the valid snapshots. Pure. */
-export function countRemovableSegments(segments: readonly RetentionCandidate[], snapshotLsns: readonly Lsn[], policy: RetentionPolicy, now: number): number {
-  const windowed = countOutsideWindow(segments, Math.max(0, ...snapshotLsns), policy, now);
-  if (windowed === 0) return 0;
-  const windowStart = segments[windowed]!.firstLsn;
-  const anchor = Math.max(0, ...snapshotLsns.filter((lsn) => lsn <= windowStart - 1));
+export function countRemovableSegments(segments: readonly RetentionCandidate[], snapshotLsns: readonly Lsn[], policy: RetentionPolicy, now: number, keepFromLsn: Lsn | undefined = undefined): number {
+  const { windowed, anchor } = anchorOf(segments, snapshotLsns, policy, now);
   let removable = 0;
-  while (removable < windowed && segments[removable]!.lastLsn <= anchor) removable++;
+  while (removable < windowed && segments[removable]!.lastLsn <= anchor && (keepFromLsn === undefined || segments[removable]!.lastLsn < keepFromLsn)) removable++;
   return removable;
+}
+
+/** The valid snapshots (LSNs) that are neither the newest, the anchor, nor (with a window) the successor. Pure. */
+export function retiredSnapshots(segments: readonly RetentionCandidate[], snapshotLsns: readonly Lsn[], policy: RetentionPolicy, now: number): Lsn[] {
+  if (snapshotLsns.length === 0) return [];
+  const newest = Math.max(...snapshotLsns);
+  const { anchor } = anchorOf(segments, snapshotLsns, policy, now);
+  const kept = new Set([newest, anchor]);
+  const successor = snapshotLsns.filter((lsn) => lsn > anchor && lsn < newest).sort((a, b) => a - b)[0];
+  if (windowConfigured(policy) && successor !== undefined) kept.add(successor);
+  return snapshotLsns.filter((lsn) => !kept.has(lsn)).sort((a, b) => a - b);
+}
+
+/**
+ * `windowed`: the leading segments wholly covered by the newest snapshot and outside the window. `anchor`: the
+ * newest snapshot before the first record the window (or start-up) needs, 0 when there is none.
+ */
+function anchorOf(segments: readonly RetentionCandidate[], snapshotLsns: readonly Lsn[], policy: RetentionPolicy, now: number): { windowed: number; anchor: Lsn } {
+  const windowed = countOutsideWindow(segments, Math.max(0, ...snapshotLsns), policy, now);
+  const windowStart = segments[windowed]!.firstLsn;
+  return { windowed, anchor: Math.max(0, ...snapshotLsns.filter((lsn) => lsn <= windowStart - 1)) };
+}
+
+function windowConfigured(policy: RetentionPolicy): boolean {
+  return policy.retentionBytes !== undefined || policy.retentionMs !== undefined;
 }
 
 /** Segments wholly covered by the newest snapshot and outside the window. */
 function countOutsideWindow(segments: readonly RetentionCandidate[], snapshotLsn: Lsn, policy: RetentionPolicy, now: number): number {
-  if (snapshotLsn === 0) return 0;
-  if (policy.retentionBytes === undefined && policy.retentionMs === undefined) return 0;
+  if (snapshotLsn === 0 || !windowConfigured(policy)) return 0;
   const newerBytes = new Array<number>(segments.length).fill(0);
   for (let i = segments.length - 2; i >= 0; i--) newerBytes[i] = newerBytes[i + 1]! + segments[i + 1]!.bytes;
   let removable = 0;
