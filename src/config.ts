@@ -85,7 +85,7 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: 'snapshot-every', ...kinds.snapshotEvery, env: 'CAIRN_SNAPSHOT_EVERY', fallback: '100000', help: 'snapshot after this many records (0: never)' },
   { name: 'retention-bytes', ...kinds.retentionBytes, env: 'CAIRN_RETENTION_BYTES', help: 'keep at least this much log for point-in-time recovery' },
   { name: 'retention-age', ...kinds.retentionAge, env: 'CAIRN_RETENTION_AGE', help: 'keep log younger than this for point-in-time recovery' },
-  { name: 'archive', ...textKind('DIR'), env: 'CAIRN_ARCHIVE', help: 'move retired segments here instead of deleting them' },
+  { name: 'archive', ...textKind('DIR'), env: 'CAIRN_ARCHIVE', help: 'move retired segments and snapshots here instead of deleting them' },
   { name: 'session-queue-max', ...kinds.messages, env: 'CAIRN_SESSION_QUEUE_MAX', fallback: '4096', help: 'messages an MQTT session may hold before the oldest is dropped' },
   { name: 'queue-max', ...kinds.messages, env: 'CAIRN_QUEUE_MAX', fallback: '100000', help: 'ready messages an AMQP queue may hold before the oldest is dropped' },
   { name: 'mqtt-max-packet-bytes', ...kinds.packetBytes, env: 'CAIRN_MQTT_MAX_PACKET_BYTES', help: 'largest MQTT packet accepted' },

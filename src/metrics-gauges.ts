@@ -11,9 +11,12 @@
  */
 import { hostname } from 'node:os';
 import { Counter, Gauge, type Registry } from 'prom-client';
+import { AssertionError } from './assert.js';
 import type { Broker } from './core/broker.js';
 import { queueTotals } from './core/queue-totals.js';
 import { logPositionOf } from './http/log-position.js';
+import { describeLogPin, type LogPinReport } from './log-pin-report.js';
+import { oldestLiveMessage } from './projections/pins.js';
 import type { LsnRange } from './log/index.js';
 import type { ManagedConnection } from './protocols/connection-description.js';
 import { metricNames } from './metric-names.js';
@@ -36,6 +39,7 @@ export interface ConnectionSource {
 
 export function registerBrokerGauges(registries: MetricsRegistries, broker: Broker, connections: ConnectionSource): void {
   registerLogGauges([registries.shared], broker);
+  registerPinGauges([registries.shared], broker);
   registerSessionGauges([registries.shared], broker);
   registerConnectionGauges([registries.shared], broker, connections);
   registerQueueGauges(registries, broker);
@@ -87,6 +91,50 @@ function registerLogGauges(registers: Registry[], broker: Broker): void {
     name: metricNames.identityInfo, help: 'RabbitMQ node & cluster identity info (Cairn: one node, its own cluster)',
     labelNames: ['rabbitmq_node', 'rabbitmq_cluster', 'rabbitmq_cluster_permanent_id'] as const, registers,
   }).set({ rabbitmq_node: node, rabbitmq_cluster: node, rabbitmq_cluster_permanent_id: `cairn-${node}` }, 1);
+}
+
+/**
+ * What pins the log (log-pin-report.ts). The pinned record's timestamp is read from the log once per pinned LSN
+ * (a record never changes), so a scrape reads the log only when the pin has moved.
+ */
+function registerPinGauges(registers: Registry[], broker: Broker): void {
+  let timestampOf: { lsn: number; timestamp: number | undefined } | undefined;
+  const timestampAt = (lsn: number): number | undefined => {
+    if (timestampOf?.lsn !== lsn) timestampOf = { lsn, timestamp: readTimestamp(broker, lsn) };
+    return timestampOf.timestamp;
+  };
+  // One description per scrape, shared by the gauges below (as connectionFigures does).
+  let described: { at: number; pin: LogPinReport | undefined } | undefined;
+  const report = (): LogPinReport | undefined => {
+    const now = Date.now();
+    if (described?.at !== now) described = { at: now, pin: describeLogPin(oldestLiveMessage(broker.state), logPositionOf(broker.log).segments ?? [], timestampAt, now) };
+    return described.pin;
+  };
+  const gauge = (name: string, help: string, read: (pin: LogPinReport | undefined) => number | undefined): void => {
+    new Gauge({ name, help, registers, collect() { this.set(read(report()) ?? 0); } });
+  };
+  gauge(metricNames.logPinnedLsn, 'LSN of the oldest message still queued: no segment holding it or a later LSN is removed by retention (0 when nothing is queued)', (pin) => pin?.lsn);
+  gauge(metricNames.logPinnedBytes, 'Bytes of the segment holding the oldest queued message and of every newer one: the least the log can shrink to while it stays queued (0 when nothing is queued)', (pin) => pin?.pinnedBytes);
+  gauge(metricNames.oldestLiveMessageAge, 'Age of the oldest message still queued, from its record timestamp (0 when nothing is queued)', (pin) => pin?.ageSeconds);
+  new Gauge({
+    name: metricNames.logPinnedSeq, help: 'Seq of the oldest message still queued, labelled with the destination holding it (no series when nothing is queued)',
+    labelNames: ['destination_type', 'destination'] as const, registers,
+    collect() {
+      this.reset();
+      const pin = report();
+      if (pin !== undefined) this.set({ destination_type: pin.destinationType, destination: pin.destination }, pin.seq);
+    },
+  });
+}
+
+function readTimestamp(broker: Broker, lsn: number): number | undefined {
+  try {
+    return broker.log.readRecord(lsn).timestamp;
+  } catch (error) {
+    if (error instanceof AssertionError) throw error;
+    // Not readable (removed, or a damaged record): the age is unknown, not an error of the scrape.
+    return undefined;
+  }
 }
 
 function unrestorableCount(ranges: readonly LsnRange[]): number {

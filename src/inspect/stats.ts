@@ -1,12 +1,16 @@
 /**
  * `cairn inspect stats [--from --to --since --until …filters]`: records, bytes
  * and rate by kind over the range; top topics (msg), clients (publishers and
- * session destinations) and queues (destinations).
+ * session destinations) and queues (destinations); and, whatever the range,
+ * what pins the log now (the oldest message still queued: retention keeps its
+ * segment and every newer one).
  */
+import { describeLogPinLine } from '../log-pin-report.js';
 import { kindLabel } from './format.js';
 import { dataFlag, jsonFlag, requiredString, type CommandSpec, type ParsedFlags } from './args.js';
 import { filterFlags, matches, parseFilter, pastEnd, readStart } from './filter.js';
 import { writeLines } from './output.js';
+import { logPinOf } from './pin.js';
 import { Progress, type InspectIo } from './progress.js';
 import { openSource } from './source.js';
 import type { MsgBody } from '../projections/records.js';
@@ -18,7 +22,7 @@ interface KindStats { records: number; bytes: number }
 
 export const statsCommand: CommandSpec = {
   name: 'inspect stats',
-  summary: 'Counts records, bytes and rates by kind over a range, with the top topics, clients and queues.',
+  summary: 'Counts records, bytes and rates by kind over a range, with the top topics, clients and queues,\nand shows what pins the log (the oldest message still queued, its age and the bytes it holds).',
   flags: [dataFlag, jsonFlag, ...filterFlags],
   examples: ['cairn inspect stats --data ./data --since 1h'],
 };
@@ -59,7 +63,9 @@ export async function inspectStats(flags: ParsedFlags, io: InspectIo): Promise<n
   const rate = (n: number): number => (seconds > 0 ? n / seconds : 0);
   const kinds = [...byKind].sort((a, b) => b[1].records - a[1].records).map(([kind, s]) => ({ kind, records: s.records, bytes: s.bytes, recordsPerSecond: rate(s.records) }));
   const top = (m: Map<string, number>): Array<{ name: string; messages: number }> => [...m].sort((a, b) => b[1] - a[1]).slice(0, topEntries).map(([name, messages]) => ({ name, messages }));
-  const result = { records, bytes, seconds, recordsPerSecond: rate(records), kinds, topTopics: top(topics), topClients: top(clients), topQueues: top(queues) };
+  const pinned = logPinOf(source, io, Date.now());
+  const pin = 'unknown' in pinned ? { unknown: pinned.unknown } : (pinned.pin ?? null);
+  const result = { records, bytes, seconds, recordsPerSecond: rate(records), kinds, topTopics: top(topics), topClients: top(clients), topQueues: top(queues), pin };
   if (flags.booleans.has('json')) {
     await writeLines(io.stdout, [JSON.stringify(result)]);
     return 0;
@@ -71,6 +77,7 @@ export async function inspectStats(flags: ParsedFlags, io: InspectIo): Promise<n
     'top topics (messages):', ...result.topTopics.map((t) => `  ${String(t.messages).padStart(8)}  ${t.name}`),
     'top clients (published + received persistent):', ...result.topClients.map((t) => `  ${String(t.messages).padStart(8)}  ${t.name}`),
     'top queues (messages routed):', ...result.topQueues.map((t) => `  ${String(t.messages).padStart(8)}  ${t.name}`),
+    'unknown' in pinned ? `oldest live message: unknown (${pinned.unknown})` : describeLogPinLine(pinned.pin),
   ];
   await writeLines(io.stdout, lines);
   return 0;

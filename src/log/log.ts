@@ -32,7 +32,7 @@ export interface LogOptions {
   dir: string;
   /** Roll to a new segment once the current one has passed this size. Default 64 MiB. */
   segmentBytesMax?: number;
-  /** Retention moves segments (and obsolete snapshots) here instead of deleting them. */
+  /** Retention moves segments (and retired snapshots) here instead of deleting them. */
   archiveDir?: string;
   /** Keep at least this many bytes of the newest segments (point-in-time window). Default: keep all. */
   retentionBytes?: number;

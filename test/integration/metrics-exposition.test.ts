@@ -43,6 +43,7 @@ const rabbitFamilies = [
 const cairnFamilies = [
   'cairn_build_info', 'cairn_log_next_lsn', 'cairn_log_durable_lsn', 'cairn_log_fsync_seconds', 'cairn_log_batch_records',
   'cairn_snapshot_seconds', 'cairn_recovery_replay_seconds', 'cairn_mqtt_sessions',
+  'cairn_log_pinned_lsn', 'cairn_log_pinned_seq', 'cairn_log_pinned_bytes', 'cairn_log_oldest_live_message_age_seconds',
 ];
 const processFamilies = ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds', 'nodejs_heap_size_used_bytes'];
 const queueFamilies = ['rabbitmq_queue_messages_ready', 'rabbitmq_queue_messages_unacked', 'rabbitmq_queue_messages', 'rabbitmq_queue_consumers'];
