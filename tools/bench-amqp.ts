@@ -20,11 +20,9 @@
  * Nothing is installed here: without RabbitMQ its column is skipped.
  * Data lives in a temp dir (CAIRN_BENCH_DIR picks the disk), removed afterwards.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import * as fs from 'node:fs';
-import { join } from 'node:path';
 import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
-import { benchBaseDir, canConnect, commandExists, fmt, freePort, printTable, rawFdatasync, startCairn, tempDir } from './bench-mqtt.js';
+import { benchBaseDir, fmt, printTable, rawFdatasync, startCairn, tempDir } from './bench-mqtt.js';
+import { maybeStartRabbit } from './rabbitmq-process.js';
 import { interleavedLatency, medianRuns, throughputRuns, timeRoundTrips, type LatencySummary, type RoundTripCase } from './bench-side-by-side.js';
 
 const body = Buffer.alloc(100, 0x62);
@@ -42,8 +40,6 @@ const latencySocket = { noDelay: true };
 const warmUpRoundTrips = 2000;
 const e2eCount = 10_000;
 const prefetch = 100;
-const rabbitStartTimeoutMs = 60_000;
-const rabbitStopTimeoutMs = 20_000;
 
 async function sendWithBackpressure(channel: ConfirmChannel, queue: string): Promise<void> {
   if (!channel.sendToQueue(queue, body, { persistent: true })) {
@@ -178,94 +174,6 @@ async function runCases(urls: readonly string[]): Promise<AmqpResults[]> {
   return urls.map((_, i) => ({ pipelinedOne: pipelinedOne[i]!, pipelinedMany: pipelinedMany[i]!, sequential: sequential[i]!, endToEnd: endToEnd[i]!, endToEndLatency: endToEndRoundTrips[i]! }));
 }
 
-// ---- RabbitMQ ------------------------------------------------------------------
-
-/**
- * Debian's /usr/sbin/rabbitmq-server is a wrapper that `su`s to the rabbitmq
- * user, dropping our environment; the real scripts sit in /usr/lib/rabbitmq/bin.
- */
-function rabbitScript(name: 'rabbitmq-server' | 'rabbitmqctl'): string {
-  const debian = join('/usr/lib/rabbitmq/bin', name);
-  return fs.existsSync(debian) ? debian : name;
-}
-
-interface RabbitProcess { readonly port: number; readonly version: string; stop(): Promise<void> }
-
-/** The environment that makes a RabbitMQ node private: its name, ports, epmd, files and Erlang cookie ($HOME). */
-function rabbitEnvironment(dir: string, ports: { amqp: number; distribution: number; epmd: number }): NodeJS.ProcessEnv {
-  for (const sub of ['home', 'mnesia', 'log']) fs.mkdirSync(join(dir, sub), { recursive: true });
-  fs.writeFileSync(join(dir, 'rabbitmq.conf'), 'disk_free_limit.absolute = 50MB\n');
-  fs.writeFileSync(join(dir, 'enabled_plugins'), '[].\n'); // no management plugin, no plugins at all
-  return {
-    ...process.env,
-    HOME: join(dir, 'home'),
-    RABBITMQ_NODENAME: 'cairnbench@localhost',
-    RABBITMQ_NODE_IP_ADDRESS: '127.0.0.1',
-    RABBITMQ_NODE_PORT: String(ports.amqp),
-    RABBITMQ_DIST_PORT: String(ports.distribution),
-    ERL_EPMD_PORT: String(ports.epmd),
-    RABBITMQ_MNESIA_BASE: join(dir, 'mnesia'),
-    RABBITMQ_LOG_BASE: join(dir, 'log'),
-    RABBITMQ_CONFIG_FILE: join(dir, 'rabbitmq.conf'),
-    RABBITMQ_ADVANCED_CONFIG_FILE: join(dir, 'advanced.config'),
-    RABBITMQ_ENABLED_PLUGINS_FILE: join(dir, 'enabled_plugins'),
-    RABBITMQ_CONF_ENV_FILE: join(dir, 'rabbitmq-env.conf'),
-    RABBITMQ_PID_FILE: join(dir, 'rabbitmq.pid'),
-  };
-}
-
-async function startRabbit(dir: string): Promise<RabbitProcess> {
-  const ports = { amqp: await freePort(), distribution: await freePort(), epmd: await freePort() };
-  const env = rabbitEnvironment(dir, ports);
-  // Its own process group, so a stop can reach the shell script, beam.smp and their helpers at once.
-  const child = spawn(rabbitScript('rabbitmq-server'), [], { env, cwd: dir, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-  const output: string[] = [];
-  child.stdout!.on('data', (chunk: Buffer) => { if (output.length < 200) output.push(chunk.toString()); });
-  child.stderr!.on('data', (chunk: Buffer) => { if (output.length < 200) output.push(chunk.toString()); });
-  const exited = new Promise<void>((done) => child.once('exit', () => done()));
-  const killGroup = (): void => { try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* already gone */ } };
-  process.once('exit', killGroup); // an interrupted bench must not leave a broker behind
-  const stop = async (): Promise<void> => {
-    await stopRabbit(child, exited, env);
-    process.off('exit', killGroup);
-  };
-  const deadline = Date.now() + rabbitStartTimeoutMs;
-  while (!(await canConnect(ports.amqp))) {
-    if (child.exitCode !== null || child.signalCode !== null || Date.now() > deadline) {
-      await stop();
-      throw new Error(`RabbitMQ did not start within ${rabbitStartTimeoutMs} ms:\n${output.join('').slice(-2000)}`);
-    }
-    await new Promise((done) => setTimeout(done, 100));
-  }
-  const version = /RabbitMQ (\d+\.\d+\.\d+)/.exec(output.join(''))?.[1] ?? 'unknown version';
-  return { port: ports.amqp, version, stop };
-}
-
-/** rabbitmqctl stop, then SIGKILL to the process group if it lingers; then the private epmd. */
-async function stopRabbit(child: ChildProcess, exited: Promise<void>, env: NodeJS.ProcessEnv): Promise<void> {
-  if (child.exitCode === null && child.signalCode === null) {
-    spawnSync(rabbitScript('rabbitmqctl'), ['stop'], { env, stdio: 'ignore', timeout: rabbitStopTimeoutMs });
-    const timer = setTimeout(() => { try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* already gone */ } }, 10_000);
-    await exited;
-    clearTimeout(timer);
-  }
-  // Helpers started with their own group (the disk monitor) end with beam; make sure nothing of the group remains.
-  try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* the group is empty */ }
-  // epmd daemonizes out of the group; it listens on our private ERL_EPMD_PORT, so this stops only ours.
-  spawnSync('epmd', ['-kill'], { env, stdio: 'ignore', timeout: 5_000 });
-}
-
-/** Starts a private RabbitMQ when one is installed; the note says what the column holds. */
-async function maybeStartRabbit(dir: string): Promise<{ rabbit?: RabbitProcess; note: string }> {
-  if (!commandExists('rabbitmq-server')) return { note: 'rabbitmq-server not on PATH: RabbitMQ column skipped (the bench never installs it).' };
-  try {
-    const rabbit = await startRabbit(dir);
-    return { rabbit, note: `RabbitMQ ${rabbit.version}: private node, default classic queues, no plugins, data on the same disk; both brokers run side by side and each case alternates between them.` };
-  } catch (error) {
-    return { note: `RabbitMQ failed to start, column skipped: ${(error as Error).message}` };
-  }
-}
-
 export async function benchAmqp(): Promise<void> {
   const raw = rawFdatasync(500);
   const data = tempDir('cairn-bench-amqp-');
@@ -275,7 +183,7 @@ export async function benchAmqp(): Promise<void> {
   let note: string;
   try {
     const broker = await startCairn(data.dir);
-    const started = await maybeStartRabbit(rabbitDir.dir);
+    const started = await maybeStartRabbit(rabbitDir.dir, 'default classic queues, no plugins, data on the same disk; both brokers run side by side and each case alternates between them.');
     note = started.note;
     try {
       const urls = [`amqp://127.0.0.1:${broker.amqpPort}`];

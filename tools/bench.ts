@@ -5,6 +5,7 @@
  * own figures; benchmarks are not tests and never fail the run on a target.
  */
 import { benchAmqp } from './bench-amqp.js';
+import { benchBacklog } from './bench-backlog.js';
 import { benchFuzz } from './bench-fuzz.js';
 import { benchInspect } from './bench-inspect.js';
 import { benchLog } from './bench-log.js';
@@ -23,6 +24,7 @@ const suites: readonly BenchSuite[] = [
   { name: 'topics', run: benchTopics },
   { name: 'mqtt', run: benchMqtt },
   { name: 'amqp', run: benchAmqp },
+  { name: 'backlog', run: benchBacklog },
   { name: 'inspect', run: benchInspect },
   { name: 'fuzz', run: benchFuzz },
 ];

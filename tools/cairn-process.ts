@@ -36,9 +36,10 @@ export function tempDataDir(prefix = 'cairn-'): { dir: string; remove(): void } 
 
 /**
  * Starts `cairn serve --data dataDir` with every listener on port 0; `extraArgs` override (e.g. `--http-port off`);
- * `env` adds environment variables (e.g. a CAIRN_TEST_HOOK_*).
+ * `env` adds environment variables (e.g. a CAIRN_TEST_HOOK_*); `readyTimeoutMs` bounds the wait for the ready line
+ * (a restart on a large data directory replays for longer than the default).
  */
-export function startCairnProcess(dataDir: string, extraArgs: readonly string[] = [], env: Readonly<Record<string, string>> = {}): Promise<CairnProcess> {
+export function startCairnProcess(dataDir: string, extraArgs: readonly string[] = [], env: Readonly<Record<string, string>> = {}, readyTimeoutMs = startTimeoutMs): Promise<CairnProcess> {
   const child = spawn(process.execPath, [cli, 'serve', '--data', dataDir, '--mqtt-port', '0', '--amqp-port', '0', '--http-port', '0', ...extraArgs], {
     env: { ...process.env, CAIRN_LOG_FORMAT: 'json', CAIRN_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -50,7 +51,7 @@ export function startCairnProcess(dataDir: string, extraArgs: readonly string[] 
   return new Promise((resolvePromise, reject) => {
     let buffered = '';
     let ready = false;
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`cairn did not start within ${startTimeoutMs} ms:\n${output.join('\n')}`)); }, startTimeoutMs);
+    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`cairn did not start within ${readyTimeoutMs} ms:\n${output.join('\n')}`)); }, readyTimeoutMs);
     child.stderr!.on('data', (chunk: Buffer) => keep(chunk.toString()));
     const exitedEarly = (code: number | null): void => { clearTimeout(timer); reject(new Error(`cairn exited with ${code} before it was ready:\n${output.join('\n')}`)); };
     child.once('exit', exitedEarly);
