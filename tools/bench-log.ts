@@ -10,8 +10,10 @@
  * between ~0.15 and ~0.9 ms from minute to minute) weighs on all of them alike
  * and their ratios stay meaningful.
  * The pipelining rows compare it on and off, with appenders in lockstep and
- * with jittered appenders; they are how its default (on) was chosen. Last
- * comes the replay rate of read() (checksums verified, bodies decoded).
+ * with jittered appenders; they are how its default (on) was chosen. Then
+ * comes the replay rate of read() (checksums verified, bodies decoded), and
+ * last the rate of readRecord(lsn) at random live LSNs (1 KiB records, files
+ * in the page cache: one pread, checksum and decode per record).
  * Data lives in a temp dir (CAIRN_BENCH_DIR picks the disk), removed afterwards.
  */
 import * as fs from 'node:fs';
@@ -241,6 +243,58 @@ async function benchRead(dir: string): Promise<void> {
   }
 }
 
+const readRecordCount = 100_000;
+const readRecordPayloadBytes = 1024;
+
+/**
+ * readRecord at uniformly random LSNs of a log just written (so in the page cache), after a warm-up
+ * pass, in slices alternating with the bare syscall: a pread of as many bytes at random offsets of the
+ * same segment file (what no reader by LSN can beat).
+ */
+async function benchReadRecord(dir: string): Promise<void> {
+  const log = await SegmentedLog.open({ dir: join(dir, 'read-record') });
+  try {
+    const batch = Array.from({ length: 1000 }, (_, i): AppendRecord => ({ kind: 3, timestamp: Date.now(), body: { queue: 'orders', seq: i, payload: new Uint8Array(readRecordPayloadBytes).fill(i & 0xff) } }));
+    for (let written = 0; written < readRecordCount; written += batch.length) await log.append(batch);
+    // Drawn beforehand, so the loops measure reads, not the random number generator.
+    const lsns = Uint32Array.from({ length: 1 << 20 }, () => 1 + Math.floor(Math.random() * readRecordCount));
+    let frameBytes = 0;
+    for (let lsn = 1; lsn <= readRecordCount; lsn++) frameBytes = log.readRecord(lsn).size;
+    const first = log.segments()[0]!;
+    const fd = fs.openSync(join(dir, 'read-record', first.file), 'r');
+    const buffer = Buffer.allocUnsafe(frameBytes);
+    const framesInFirst = Math.floor((first.bytes - 32) / frameBytes);
+    const [byLsn, raw] = [newTally(frameBytes), newTally(frameBytes)];
+    let next = 0;
+    const readSlice = (read: (lsn: number) => void): Contestant => (ms, tally) => {
+      const started = performance.now();
+      let reads = 0;
+      while (performance.now() < started + ms) {
+        for (let i = 0; i < 1000; i++) read(lsns[next++ & (lsns.length - 1)]!);
+        reads += 1000;
+      }
+      if (tally !== undefined) {
+        tally.records += reads;
+        tally.ms += performance.now() - started;
+      }
+      return Promise.resolve();
+    };
+    try {
+      await interleaved([
+        readSlice((lsn) => void log.readRecord(lsn)),
+        readSlice((lsn) => void fs.readSync(fd, buffer, 0, frameBytes, 32 + (lsn % framesInFirst) * frameBytes)),
+      ], [byLsn, raw]);
+    } finally {
+      fs.closeSync(fd);
+    }
+    const micros = (t: Tally): string => `${(1000 / perSecond(t) * 1000).toFixed(2)} µs`;
+    console.log(`readRecord(lsn) at random LSNs of ${readRecordCount.toLocaleString('en')} records of ${readRecordPayloadBytes} B payload, ${log.segments().length} segment(s), page cache: `
+      + `${Math.round(perSecond(byLsn)).toLocaleString('en')} records/s, ${micros(byLsn)} per record; a bare ${frameBytes} B pread: ${micros(raw)}`);
+  } finally {
+    await log.close();
+  }
+}
+
 export async function benchLog(): Promise<void> {
   const dir = fs.mkdtempSync(join(process.env['CAIRN_BENCH_DIR'] ?? os.tmpdir(), 'cairn-bench-log-'));
   const [load1] = os.loadavg();
@@ -251,6 +305,7 @@ export async function benchLog(): Promise<void> {
     for (const payloadBytes of payloadSizes) await benchPayload(dir, payloadBytes, summary);
     await benchPipelining(dir);
     await benchRead(dir);
+    await benchReadRecord(dir);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

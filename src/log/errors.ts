@@ -53,6 +53,34 @@ export class CorruptRecordError extends LogError {
   }
 }
 
+/**
+ * A read by LSN of a record the log does not hold: retired by retention, not
+ * appended yet, or lost. The message says which LSNs can be read.
+ */
+export class NoSuchRecordError extends LogError {
+  constructor(
+    readonly lsn: Lsn,
+    readonly firstLsn: Lsn,
+    /** The last readable LSN (firstLsn - 1 when none is). */
+    readonly lastLsn: Lsn,
+    why: string,
+  ) {
+    const readable = lastLsn < firstLsn ? `the log holds no record yet (the next LSN is ${firstLsn})` : `readable: LSN ${firstLsn}..${lastLsn}`;
+    super('ENORECORD', `no record at LSN ${lsn}: ${why}; ${readable}`);
+  }
+}
+
+/** A read by LSN failed in the file system (EIO, a descriptor refused): the record may be intact. */
+export class RecordReadError extends LogError {
+  constructor(
+    readonly segment: string,
+    readonly lsn: Lsn,
+    cause: unknown,
+  ) {
+    super('ERECORDREAD', `reading LSN ${lsn} from segment ${segment} failed: ${errorText(cause)}`, { cause });
+  }
+}
+
 /** Segments or snapshots that do not fit together (an LSN gap, a snapshot past the end of the log). */
 export class LogInconsistentError extends LogError {
   constructor(message: string, code = 'EINCONSISTENT') {

@@ -16,6 +16,11 @@
  * only when a sync that covers its last record completes, in LSN order.
  * A lone appender pays exactly one write and one fdatasync.
  *
+ * A batch notes each frame's offset from its start as it is encoded; when
+ * the batch is written they join the segment's offset index (frame-offsets.ts),
+ * shifted by where the batch went. Until then a read by LSN decodes the frame
+ * from the batch buffer (`unwrittenFrame`).
+ *
  * Rolling to a new segment is a barrier: it waits until everything written is
  * durable, so a segment is complete on disk before its successor exists
  * (recovery treats any bad record in a non-last segment as corruption).
@@ -35,6 +40,7 @@ import { assert } from '../assert.js';
 import type { Logger } from '../logger.js';
 import { isDescriptorShortage, LogClosedError, toLogFailedError, type LogFailedError } from './errors.js';
 import { nodeFileSystem, writeFully, writeFullySync, type LogFileSystem } from './file-system.js';
+import { FrameOffsets } from './frame-offsets.js';
 import { assertFramesIntact, checkAppendRecord, encodeBody, frameHeaderBytes, writeFrameIn, type AppendRecord, type Lsn } from './record.js';
 import type { SegmentState } from './segment.js';
 import { ZeroFill, type ZeroFillSizes } from './zero-fill.js';
@@ -99,6 +105,8 @@ export class GroupCommit {
   private failure: LogFailedError | undefined;
   private closed = false;
   private pending = new Batch(batchBytesInitial);
+  /** The batch whose write is in flight, if any: its records are read from its buffer until the write completes. */
+  private inWrite: Batch | undefined = undefined;
   private spare: Batch | undefined = new Batch(batchBytesInitial);
   private readonly waiters: Waiter[] = [];
   private waiterHead = 0;
@@ -193,6 +201,19 @@ export class GroupCommit {
     return promise;
   }
 
+  /**
+   * The frame of an appended record that is not written yet: in the batch being written, or in the
+   * pending one. Valid until the next append or the next turn of the event loop (the buffer is reused).
+   */
+  unwrittenFrame(lsn: Lsn): { buffer: Buffer; offset: number; length: number } | undefined {
+    for (const batch of [this.inWrite, this.pending]) {
+      if (batch === undefined || batch.length === 0 || lsn < batch.firstLsn || lsn > batch.lastLsn) continue;
+      const index = lsn - batch.firstLsn;
+      return { buffer: batch.buffer, offset: batch.frames.offsetOf(index), length: batch.frames.lengthOf(index) };
+    }
+    return undefined;
+  }
+
   /** Refuses new appends, waits for the ones in flight, then for the disk calls to finish. */
   async close(): Promise<void> {
     this.closed = true;
@@ -212,8 +233,9 @@ export class GroupCommit {
     const body = encodeBody(record.body);
     const batch = this.pending;
     batch.reserve(frameHeaderBytes + body.length);
-    batch.length += writeFrameIn(batch.view, batch.buffer, batch.length, lsn, record.timestamp, record.kind, body);
-    batch.noteRecord(lsn, record.timestamp);
+    const length = writeFrameIn(batch.view, batch.buffer, batch.length, lsn, record.timestamp, record.kind, body);
+    batch.length += length;
+    batch.noteRecord(lsn, record.timestamp, length);
   }
 
   private enqueue<T>(lastLsn: Lsn, result: T): Promise<T> {
@@ -245,6 +267,7 @@ export class GroupCommit {
     this.pending = this.spare ?? new Batch(batchBytesInitial);
     this.spare = undefined;
     this.writing = true;
+    this.inWrite = batch;
     const segment = this.active;
     if (this.options.fileSystem === nodeFileSystem && batch.length <= syncWriteBytesMax) {
       this.afterWrite(writeFullySync(this.options.fileSystem, segment.fd, batch.buffer, batch.length, segment.state.bytes), batch, segment);
@@ -255,7 +278,9 @@ export class GroupCommit {
 
   private afterWrite(error: unknown, batch: Batch, segment: ActiveSegment): void {
     this.writing = false;
+    this.inWrite = undefined;
     if (error !== null) return this.fail(error, 'segment write');
+    // Before writtenLsn moves: a read by LSN of a written record finds it in the segment's index.
     batch.noteWrittenTo(segment.state);
     this.writtenLsnValue = batch.lastLsn;
     this.zeroFill?.topUp(segment.state.bytes);
@@ -411,6 +436,8 @@ class Batch {
   firstTimestamp = 0;
   lastTimestamp = 0;
   maxTimestamp = -Infinity;
+  /** Each frame's offset from the start of the batch; shifted into the segment's index once written. */
+  readonly frames = new FrameOffsets(0);
 
   constructor(capacity: number) {
     this.buffer = Buffer.allocUnsafe(capacity);
@@ -425,7 +452,8 @@ class Batch {
     this.view = new DataView(bigger.buffer, bigger.byteOffset, bigger.length);
   }
 
-  noteRecord(lsn: Lsn, timestamp: number): void {
+  noteRecord(lsn: Lsn, timestamp: number, frameBytes: number): void {
+    this.frames.add(frameBytes);
     if (this.firstLsn === 0) {
       this.firstLsn = lsn;
       this.firstTimestamp = timestamp;
@@ -436,14 +464,19 @@ class Batch {
   }
 
   mark(): BatchMark {
-    return { length: this.length, firstLsn: this.firstLsn, lastLsn: this.lastLsn, firstTimestamp: this.firstTimestamp, lastTimestamp: this.lastTimestamp, maxTimestamp: this.maxTimestamp };
+    return { length: this.length, firstLsn: this.firstLsn, lastLsn: this.lastLsn, firstTimestamp: this.firstTimestamp, lastTimestamp: this.lastTimestamp, maxTimestamp: this.maxTimestamp, frameCount: this.frames.count };
   }
 
   rollback(mark: BatchMark): void {
-    Object.assign(this, mark);
+    const { frameCount, ...fields } = mark;
+    Object.assign(this, fields);
+    this.frames.truncate(frameCount);
   }
 
+  /** The batch was written at the segment's end (state.bytes): the segment grows by it, and so does its index. */
   noteWrittenTo(state: SegmentState): void {
+    assert(state.offsets !== undefined, 'the active segment has no offset index');
+    state.offsets.addShifted(this.frames, state.bytes);
     state.bytes += this.length;
     state.lastLsn = this.lastLsn;
     if (state.timestamps === undefined) {
@@ -455,6 +488,7 @@ class Batch {
   }
 
   reset(): void {
+    this.frames.clear();
     this.length = 0;
     this.firstLsn = 0;
     this.lastLsn = 0;
@@ -462,4 +496,4 @@ class Batch {
   }
 }
 
-type BatchMark = Pick<Batch, 'length' | 'firstLsn' | 'lastLsn' | 'firstTimestamp' | 'lastTimestamp' | 'maxTimestamp'>;
+type BatchMark = Pick<Batch, 'length' | 'firstLsn' | 'lastLsn' | 'firstTimestamp' | 'lastTimestamp' | 'maxTimestamp'> & { readonly frameCount: number };

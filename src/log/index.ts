@@ -21,5 +21,7 @@ export {
   DiskFullError,
   LogClosedError,
   InvalidRecordError,
+  NoSuchRecordError,
+  RecordReadError,
 } from './errors.js';
 export { nodeFileSystem, type LogFileSystem } from './file-system.js';

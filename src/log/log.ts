@@ -1,7 +1,9 @@
 /**
  * SegmentedLog: the broker's only source of truth. Opens (and recovers) a data
  * directory, appends with group commit, reads forward from an LSN or a time,
- * writes and loads snapshots, and applies retention.
+ * reads one record by LSN (through each segment's offset index, see
+ * frame-offsets.ts and read-record.ts), writes and loads snapshots, and
+ * applies retention.
  *
  * Invariants:
  * - LSNs are consecutive from 1; the segments hold one unbroken chain of them
@@ -13,12 +15,17 @@
  *   (`applyRetention({ keepFromLsn })`: the broker passes the LSN of the
  *   oldest message still queued, whose payload is read back from its segment),
  *   and never the newest valid snapshot, nor an invalid one (retention.ts).
+ * - Every LSN from firstLsn to nextLsn - 1 can be read by LSN: from the
+ *   pending or in-flight batch until written, from its segment after.
  */
 import { join } from 'node:path';
+import { assert } from '../assert.js';
 import { silentLogger, type Logger } from '../logger.js';
-import { LogClosedError, LogError, NotACairnLogError, type LogFailedError } from './errors.js';
+import { LogClosedError, LogError, NoSuchRecordError, NotACairnLogError, type LogFailedError } from './errors.js';
 import { fsyncDirectory, makeDirectoryDurably, nodeFileSystem, writeAllAsync, type LogFileSystem } from './file-system.js';
+import { FrameOffsets } from './frame-offsets.js';
 import { GroupCommit, type ActiveSegment } from './group-commit.js';
+import { decodeBatchFrame, RecordFetcher } from './read-record.js';
 import { checkReadFrom, readRecords, type ReadFrom } from './read.js';
 import { HistoryCheck, withoutRetired, type HistoryStatus } from './history.js';
 import { applyRecoveryPlan, planRecovery, scanSegment } from './recovery.js';
@@ -86,6 +93,7 @@ interface Settings {
 
 export class SegmentedLog {
   private readonly commit: GroupCommit;
+  private readonly fetcher: RecordFetcher;
   private maintenance: Promise<unknown> = Promise.resolve();
   private closing: Promise<void> | undefined;
   /** Whether each snapshot file (by LSN) passed its checks: those written or loaded here, and those retention has read. */
@@ -101,6 +109,7 @@ export class SegmentedLog {
   ) {
     if (newestSnapshotLsn !== undefined) this.snapshotValidity.set(newestSnapshotLsn, true);
     const last = segmentList[segmentList.length - 1]!;
+    this.fetcher = new RecordFetcher(settings.fileSystem, settings.dir);
     this.commit = new GroupCommit({
       nextLsn: last.lastLsn + 1,
       active: { fd: activeFd, state: last, fileBytes: activeFileBytes },
@@ -130,7 +139,7 @@ export class SegmentedLog {
       const zeros = initialZeros(settings);
       const fd = await createSegment(fileSystem, dir, 1, zeros === undefined ? {} : { zeros });
       logger.info({ dir }, 'created a new log');
-      const state = { file: segmentFileName(1), firstLsn: 1, lastLsn: 0, bytes: segmentHeaderBytes, timestamps: undefined };
+      const state = { file: segmentFileName(1), firstLsn: 1, lastLsn: 0, bytes: segmentHeaderBytes, timestamps: undefined, offsets: new FrameOffsets(segmentHeaderBytes) };
       return new SegmentedLog(settings, [state], fd, segmentHeaderBytes + (zeros?.length ?? 0), undefined, new HistoryCheck(fileSystem, dir, [], () => undefined));
     }
     if (foreign.length > 0) logger.warn({ dir, files: foreign }, 'the log directory holds files that are not part of the log; leaving them alone');
@@ -200,13 +209,20 @@ export class SegmentedLog {
     return readRecords(this.settings.fileSystem, this.settings.dir, view, from);
   }
 
-  /** The record at `lsn`. (Scans its segment from the start; an offset index replaces this.) */
+  /**
+   * The record at `lsn`, synchronously: any LSN from firstLsn to nextLsn - 1, durable or not (one not
+   * written yet is decoded from its batch). One positioned read, checksum verified. Throws
+   * NoSuchRecordError outside that range, CorruptRecordError (naming segment and LSN) for a damaged
+   * frame, RecordReadError when the file system fails.
+   */
   readRecord(lsn: Lsn): LogRecord {
-    if (!Number.isSafeInteger(lsn) || lsn < this.firstLsn || lsn >= this.commit.writtenLsn + 1) {
-      throw new LogError('EINVALIDARGUMENT', `no record at LSN ${String(lsn)} (readable: ${this.firstLsn}..${this.commit.writtenLsn})`);
-    }
-    for (const record of this.read({ lsn })) return record;
-    throw new LogError('EINVALIDARGUMENT', `no record at LSN ${lsn}`);
+    if (this.closing !== undefined) throw new LogClosedError();
+    if (!Number.isSafeInteger(lsn)) throw new LogError('EINVALIDARGUMENT', `an LSN is an integer, got ${String(lsn)}`);
+    const { firstLsn, nextLsn } = this;
+    if (lsn < firstLsn) throw new NoSuchRecordError(lsn, firstLsn, nextLsn - 1, lsn < 1 ? 'LSNs start at 1' : 'retention has removed it');
+    if (lsn >= nextLsn) throw new NoSuchRecordError(lsn, firstLsn, nextLsn - 1, 'it has not been appended yet');
+    if (lsn > this.commit.writtenLsn) return this.readUnwritten(lsn);
+    return this.fetcher.read(this.segmentHolding(lsn), lsn);
   }
 
   segments(): SegmentInfo[] {
@@ -267,10 +283,39 @@ export class SegmentedLog {
     return withoutRetired(this.historyCheck.status, this.firstLsn);
   }
 
+  private readUnwritten(lsn: Lsn): LogRecord {
+    const frame = this.commit.unwrittenFrame(lsn);
+    if (frame !== undefined) return decodeBatchFrame(frame, lsn);
+    const failure = this.commit.failed;
+    // An appended record is in a batch until written, unless the log failed and dropped the batch.
+    assert(failure !== undefined, 'an appended record is neither written nor in a batch');
+    throw new NoSuchRecordError(lsn, this.firstLsn, this.commit.writtenLsn, `it was appended but never written: ${failure.message}`);
+  }
+
+  /** The segment whose LSN range holds `lsn` (firstLsn <= lsn <= writtenLsn), by binary search on first LSNs. */
+  private segmentHolding(lsn: Lsn): SegmentState {
+    const segments = this.segmentList;
+    let low = 0;
+    let high = segments.length - 1;
+    while (low < high) {
+      const middle = (low + high + 1) >>> 1;
+      if (segments[middle]!.firstLsn <= lsn) low = middle;
+      else high = middle - 1;
+    }
+    const segment = segments[low]!;
+    if (lsn > segment.lastLsn) {
+      // Only the operator's --accept-lost-records-after leaves such a gap (recovery.ts, "log end").
+      const next = segments[low + 1]!;
+      throw new NoSuchRecordError(lsn, this.firstLsn, this.commit.writtenLsn, `LSN ${segment.lastLsn + 1}..${next.firstLsn - 1} were lost with the newest segments (the operator started from the snapshot)`);
+    }
+    return segment;
+  }
+
   private async shutDown(): Promise<void> {
     await this.historyCheck.stop();
     await this.commit.close();
     await this.maintenance.catch(() => undefined);
+    this.fetcher.close();
     await this.settings.fileSystem.closeAsync(this.commit.activeSegment.fd);
   }
 
@@ -283,7 +328,8 @@ export class SegmentedLog {
     }
     const zeros = initialZeros(this.settings);
     const fd = await createSegment(fileSystem, this.settings.dir, firstLsn, zeros === undefined ? {} : { zeros });
-    const state: SegmentState = { file: segmentFileName(firstLsn), firstLsn, lastLsn: firstLsn - 1, bytes: segmentHeaderBytes, timestamps: undefined };
+    const state: SegmentState = { file: segmentFileName(firstLsn), firstLsn, lastLsn: firstLsn - 1, bytes: segmentHeaderBytes, timestamps: undefined, offsets: new FrameOffsets(segmentHeaderBytes) };
+    previous.state.offsets?.trim();
     this.segmentList.push(state);
     await fileSystem.closeAsync(previous.fd);
     this.settings.logger.debug({ segment: state.file, previous: previous.state.file, previousBytes: previous.state.bytes }, 'rolled to a new segment');
@@ -299,8 +345,9 @@ export class SegmentedLog {
     // Never a snapshot newer than the newest this log wrote or loaded: it is not one retention knows to be valid.
     const snapshots = listDataDirectory(fileSystem, dir).snapshots.filter((s) => s.lsn <= snapshotLsn).map((s) => ({ ...s, valid: this.isValidSnapshot(s) }));
     const plan = planRetention(candidates, snapshots, this.settings, this.settings.clock(), keepFromLsn);
-    // Forget the segments first, so no read started from now on can reach them.
+    // Forget the segments first (their offset indexes go with them), so no read started from now on can reach them.
     const files = this.segmentList.splice(0, plan.segments).map((s) => s.file);
+    for (const file of files) this.fetcher.forget(file);
     const retired = snapshots.filter((s) => plan.snapshots.includes(s.lsn));
     for (const s of retired) this.snapshotValidity.delete(s.lsn);
     const result = await removeOrArchive(fileSystem, dir, archiveDir, [...files, ...retired.map((s) => s.file)]);
@@ -328,7 +375,10 @@ export class SegmentedLog {
     for (const segment of this.segmentList.slice(0, -1)) {
       if (segment.lastLsn > snapshotLsn) break;
       if (segment.timestamps !== undefined || segment.lastLsn < segment.firstLsn) continue;
-      segment.timestamps = scanSegment(fileSystem, dir, segment.file, segment.firstLsn, segment.bytes).timestamps;
+      const scan = scanSegment(fileSystem, dir, segment.file, segment.firstLsn, segment.bytes);
+      segment.timestamps = scan.timestamps;
+      // The scan indexed it too; a damaged one is left to be indexed (and its damage located) by a read.
+      if (segment.offsets === undefined && scan.bad === undefined) segment.offsets = scan.offsets;
     }
   }
 

@@ -68,7 +68,7 @@ export function openLogReader(dir: string, options: { fileSystem?: LogFileSystem
     const { header, fileBytes, creationInterrupted } = readSegmentHeaderSync(fileSystem, dir, file, firstLsn);
     const next = listing.segments[index + 1];
     const lastLsn = next === undefined ? firstLsn - 1 : next.firstLsn - 1;
-    return { file, firstLsn, lastLsn, bytes: fileBytes, timestamps: undefined, readLimit: fileBytes, headerError: headerProblem(header, file, firstLsn), creationInterrupted };
+    return { file, firstLsn, lastLsn, bytes: fileBytes, timestamps: undefined, offsets: undefined, readLimit: fileBytes, headerError: headerProblem(header, file, firstLsn), creationInterrupted };
   });
   const tornTail = inspectLastSegment(fileSystem, dir, segments[segments.length - 1]!);
   return {

@@ -227,6 +227,27 @@ export function decodeFrameBody(bytes: Uint8Array, view: DataView, offset: numbe
   return decoder.decode(new Uint8Array(bytes.buffer, bytes.byteOffset + offset + frameHeaderBytes, length - frameHeaderBytes));
 }
 
+/**
+ * Checks a frame fetched on its own (a read by LSN), whose place and length
+ * come from the offset index: its checksum, its length field and its LSN.
+ * Returns what is wrong with it, or undefined.
+ */
+export function frameProblem(source: Buffer, view: DataView, offset: number, length: number, lsn: Lsn): string | undefined {
+  assert(isPlausibleFrameLength(length) && offset + length <= source.length, 'an indexed frame length is out of range');
+  if (!frameChecksumMatches(source, offset, length)) return 'checksum mismatch';
+  const stored = frameLengthIn(view, offset);
+  if (stored !== length) return `the frame says it is ${stored} bytes long where the segment's index says ${length}`;
+  const found = frameLsnIn(view, offset);
+  if (found !== lsn) return `the frame holds LSN ${found} where ${lsn} was expected`;
+  return undefined;
+}
+
+/** A verified frame as a record; `bytes` and `view` cover the same memory (see decodeFrameBody). */
+export function decodeFrame(bytes: Uint8Array, view: DataView, offset: number, length: number): LogRecord {
+  const body = decodeFrameBody(bytes, view, offset, length);
+  return { lsn: frameLsnIn(view, offset), timestamp: frameTimestampIn(view, offset), kind: frameKindIn(view, offset), body, size: length };
+}
+
 // The append path's id for chunkChecksumMatches: a batch is copied into WebAssembly memory once and
 // its frames verified there, instead of one copy per frame. `batchFill` changes for every batch verified.
 const batchOwner = nextChunkOwner();

@@ -63,6 +63,7 @@ import type { Logger } from '../logger.js';
 import { cursorFrame, findValidFrameAfter, SegmentCursor, type BadFrame } from './cursor.js';
 import { CorruptRecordError, LogInconsistentError, LostRecordsError, SegmentHeaderError } from './errors.js';
 import { fsyncDirectorySync, type LogFileSystem } from './file-system.js';
+import { FrameOffsets } from './frame-offsets.js';
 import type { HistorySegment } from './history.js';
 import { frameBytesMin, type Lsn } from './record.js';
 import { nonZeroEnd } from './zero-tail.js';
@@ -99,6 +100,8 @@ export interface SegmentScan {
   readonly resumesAt: { offset: number; lsn: Lsn } | undefined;
   /** After a bad frame: the end of the non-zero bytes (zero-filled space after them held no frame). */
   readonly dataEnd: number;
+  /** Where each valid frame starts (the log keeps it for reads by LSN). */
+  readonly offsets: FrameOffsets;
 }
 
 /** Reads every frame of a segment from its header on, verifying each; never writes. */
@@ -106,10 +109,12 @@ export function scanSegment(fileSystem: LogFileSystem, dir: string, file: string
   const fd = fileSystem.openSync(join(dir, file), 'r');
   try {
     const cursor = new SegmentCursor(fileSystem, fd, segmentHeaderBytes, fileBytes, firstLsn);
+    const offsets = new FrameOffsets(segmentHeaderBytes);
     let timestamps: SegmentTimestamps | undefined;
     let records = 0;
     while (cursor.next() === cursorFrame) {
       records += 1;
+      offsets.add(cursor.length);
       const t = cursor.timestamp;
       if (timestamps === undefined) timestamps = { first: t, last: t, max: t };
       else {
@@ -122,7 +127,7 @@ export function scanSegment(fileSystem: LogFileSystem, dir: string, file: string
     // No frame starts at or past the last non-zero byte: the search stops there, not at the end of a zero-filled file.
     const dataEnd = bad === undefined ? validBytes : nonZeroEnd(fileSystem, fd, validBytes, fileBytes);
     const resumesAt = bad === undefined ? undefined : findValidFrameAfter(fileSystem, fd, bad.offset + 1, fileBytes, bad.lsn, dataEnd);
-    return { lastLsn: cursor.nextLsn - 1, records, validBytes, fileBytes, timestamps, bad, resumesAt, dataEnd };
+    return { lastLsn: cursor.nextLsn - 1, records, validBytes, fileBytes, timestamps, bad, resumesAt, dataEnd, offsets };
   } finally {
     fileSystem.closeSync(fd);
   }
@@ -190,6 +195,7 @@ export function planRecovery(fileSystem: LogFileSystem, dir: string, found: read
     assertChain(segment.file, scan.lastLsn, segments[i + 1]!, replayFromLsn);
     segment.lastLsn = scan.lastLsn;
     segment.timestamps = scan.timestamps;
+    segment.offsets = scan.offsets;
   }
   const tornTail = planLastSegment(fileSystem, dir, segments[lastIndex]!, lastCreationInterrupted);
   // Judged only after the segments were read: readSnapshotFile reports a read error as an invalid snapshot, so an
@@ -233,7 +239,7 @@ function checkHeaders(
     const next = found[index + 1];
     // Until scanned, a segment is assumed to run up to its successor.
     const lastLsn = next === undefined ? firstLsn - 1 : next.firstLsn - 1;
-    return { file, firstLsn, lastLsn, bytes: fileBytes, timestamps: undefined };
+    return { file, firstLsn, lastLsn, bytes: fileBytes, timestamps: undefined, offsets: undefined };
   });
   return { segments, headerProblems, lastCreationInterrupted };
 }
@@ -250,6 +256,7 @@ function planLastSegment(fileSystem: LogFileSystem, dir: string, segment: Segmen
     const torn = tornHeaderOf(segment);
     segment.bytes = segmentHeaderBytes;
     segment.lastLsn = segment.firstLsn - 1;
+    segment.offsets = new FrameOffsets(segmentHeaderBytes);
     return torn;
   }
   const scan = scanSegment(fileSystem, dir, segment.file, segment.firstLsn, segment.bytes);
@@ -259,6 +266,7 @@ function planLastSegment(fileSystem: LogFileSystem, dir: string, segment: Segmen
   segment.timestamps = scan.timestamps;
   // The zero-filled space after the frames stays: appends go on at validBytes.
   segment.bytes = scan.validBytes;
+  segment.offsets = scan.offsets;
   return verdict;
 }
 
@@ -277,7 +285,7 @@ export async function applyRecoveryPlan(fileSystem: LogFileSystem, dir: string, 
   if (fileSystem.statSync(join(dir, last.file)).size > last.bytes) truncateDurably(fileSystem, join(dir, last.file), last.bytes);
   const { endLsn, snapshotLsn } = lostRecords;
   const fd = await createSegment(fileSystem, dir, snapshotLsn + 1, zeros === undefined ? {} : { zeros });
-  segments.push({ file: segmentFileName(snapshotLsn + 1), firstLsn: snapshotLsn + 1, lastLsn: snapshotLsn, bytes: segmentHeaderBytes, timestamps: undefined });
+  segments.push({ file: segmentFileName(snapshotLsn + 1), firstLsn: snapshotLsn + 1, lastLsn: snapshotLsn, bytes: segmentHeaderBytes, timestamps: undefined, offsets: new FrameOffsets(segmentHeaderBytes) });
   logger.error({ endLsn, snapshotLsn }, `the log ended at LSN ${endLsn}, before the newest valid snapshot (LSN ${snapshotLsn}); started from the snapshot as the operator allowed (--accept-lost-records-after ${endLsn}): records after LSN ${snapshotLsn} that were in the missing segment(s), acknowledged or not, are lost, and LSN ${endLsn + 1}..${snapshotLsn} can no longer be read`);
   return { segments, newSegmentFd: fd };
 }

@@ -23,6 +23,7 @@ import { checksum64 } from './checksum.js';
 import { isLockFileName } from './directory-lock.js';
 import { SegmentHeaderError } from './errors.js';
 import { writeAllAsync, type LogFileSystem } from './file-system.js';
+import type { FrameOffsets } from './frame-offsets.js';
 import type { Lsn } from './record.js';
 import { nonZeroEnd } from './zero-tail.js';
 
@@ -51,6 +52,11 @@ export interface SegmentState {
   lastLsn: Lsn;
   bytes: number;
   timestamps: SegmentTimestamps | undefined;
+  /**
+   * Where each record's frame starts (frame-offsets.ts): kept for the segments written or scanned in
+   * this process; undefined for the others (the history) until a read by LSN reaches them.
+   */
+  offsets: FrameOffsets | undefined;
 }
 
 export interface SegmentTimestamps {

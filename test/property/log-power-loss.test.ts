@@ -200,6 +200,9 @@ async function check(image: SimulatedStorage, ledger: Ledger, s: Scenario): Prom
       if (appended === undefined || !Buffer.from(encodeRecord(record)).equals(appended)) {
         expect(encodeRecord(record), `the record at LSN ${record.lsn} is the one appended there`).toEqual(appended);
       }
+      // A read by LSN goes through the offset index that recovery (or a first read of the history) built.
+      const byLsn = encodeRecord(log.readRecord(record.lsn));
+      if (!Buffer.from(byLsn).equals(Buffer.from(encodeRecord(record)))) expect(byLsn, `readRecord(${record.lsn}) is what read() gives`).toEqual(encodeRecord(record));
       expected += 1;
     }
     expect(expected - 1, 'the records read end at the last LSN').toBe(lastLsn);
