@@ -41,10 +41,13 @@ export class MemoryLog implements RecordLog {
     return this.failed ? Promise.reject(this.failed) : Promise.resolve();
   }
 
-  /** The record at `lsn` (a queued message's payload is read back this way). Throws when it is not in the log. */
+  /** The record at `lsn` (a queued message's payload is read back this way). Throws ENORECORD, as the file log does, when it is not in the log. */
   readRecord(lsn: number): CoreAppendRecord & { readonly lsn: number } {
-    const found = this.records[lsn - 1];
-    if (found === undefined) throw new RangeError(`no record at LSN ${lsn} (the log holds 1..${this.records.length})`);
+    const found = Number.isInteger(lsn) ? this.records[lsn - 1] : undefined;
+    if (found === undefined) {
+      const readable = this.records.length === 0 ? 'the log holds no record yet' : `readable: LSN 1..${this.records.length}`;
+      throw Object.assign(new RangeError(`no record at LSN ${lsn}; ${readable}`), { code: 'ENORECORD' });
+    }
     return found;
   }
 

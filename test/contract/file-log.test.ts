@@ -1,0 +1,54 @@
+/**
+ * The log contract (log-contract.ts) on the segmented file log (src/log/log.ts), on the real disk:
+ * every capability applies. Failures are injected through the log's file-system seam.
+ */
+import { truncateSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe } from 'vitest';
+import { nodeFileSystem, SegmentedLog, type LogFileSystem, type LogOptions } from '../../src/log/index.js';
+import { tempDirectory } from '../support/kit.js';
+import { errnoError } from '../support/simulated-storage.js';
+import { logContract, type LogFactory, type LogHandle } from './log-contract.js';
+
+/** The real file system, except that every fdatasync fails with EIO (the first one is fatal for the log). */
+const failingFdatasync: LogFileSystem = {
+  ...nodeFileSystem,
+  fdatasync: (_fd, callback) => void setImmediate(() => callback(errnoError('EIO', 'fdatasync'))),
+};
+
+export const fileLogFactory: LogFactory = {
+  capabilities: { segments: true, tornTails: true, retention: true },
+  async create(options = {}): Promise<LogHandle> {
+    const directory = tempDirectory('cairn-file-log-contract-');
+    const settings: LogOptions = { dir: directory.path, retentionBytes: 0, ...(options.segmentBytesMax === undefined ? {} : { segmentBytesMax: options.segmentBytesMax }) };
+    let log = await SegmentedLog.open(settings);
+    return {
+      get log() {
+        return log;
+      },
+      async reopen() {
+        await log.close();
+        log = await SegmentedLog.open(settings);
+        return log;
+      },
+      async failNextSync() {
+        await log.close();
+        log = await SegmentedLog.open({ ...settings, fileSystem: failingFdatasync });
+      },
+      async tearTail() {
+        const last = log.segments().at(-1)!;
+        if (last.lastLsn < last.firstLsn) throw new Error('tearTail: the last segment holds no record');
+        await log.close();
+        // Inside the last frame: a write cut short by a crash (the zero-filled space after it goes too).
+        truncateSync(join(directory.path, last.file), last.bytes - 7);
+      },
+      segmentCount: () => log.segments().length,
+      async destroy() {
+        await log.close();
+        directory.remove();
+      },
+    };
+  },
+};
+
+describe('the log contract: SegmentedLog', () => logContract(fileLogFactory));
