@@ -6,6 +6,7 @@
  */
 import { benchAmqp } from './bench-amqp.js';
 import { benchBacklog } from './bench-backlog.js';
+import { benchCollections } from './bench-collections.js';
 import { benchFuzz } from './bench-fuzz.js';
 import { benchInspect } from './bench-inspect.js';
 import { benchLog } from './bench-log.js';
@@ -26,6 +27,7 @@ const suites: readonly BenchSuite[] = [
   { name: 'amqp', run: benchAmqp },
   { name: 'backlog', run: benchBacklog },
   { name: 'inspect', run: benchInspect },
+  { name: 'collections', run: benchCollections },
   { name: 'fuzz', run: benchFuzz },
 ];
 
