@@ -32,6 +32,8 @@ export interface ServeConfig extends EdgeConfig {
   readonly sessionQueueMessagesMax: number;
   readonly queueReadyMessagesMax: number;
   readonly mqttPacketBytesMax: number | undefined;
+  /** Documents one HTTP collection query examines at most (HttpLimits.queryDocumentsExaminedMax). */
+  readonly queryDocumentsExaminedMax: number;
   readonly logLevel: LogLevel;
   readonly logFormat: LogFormat;
   /** Seconds between $SYS publications; 0: no $SYS topics. */
@@ -64,6 +66,7 @@ const kinds = {
   retentionBytes: sizeKind(0),
   retentionAge: durationKind,
   messages: countKind(1),
+  documents: countKind(1),
   packetBytes: sizeKind(64),
   logLevel: choiceKind(logLevels),
   logFormat: choiceKind(logFormats),
@@ -88,6 +91,7 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: 'archive', ...textKind('DIR'), env: 'CAIRN_ARCHIVE', help: 'move retired segments and snapshots here instead of deleting them' },
   { name: 'session-queue-max', ...kinds.messages, env: 'CAIRN_SESSION_QUEUE_MAX', fallback: '4096', help: 'messages an MQTT session may hold before the oldest is dropped' },
   { name: 'queue-max', ...kinds.messages, env: 'CAIRN_QUEUE_MAX', fallback: '100000', help: 'ready messages an AMQP queue may hold before the oldest is dropped' },
+  { name: 'query-documents-max', ...kinds.documents, env: 'CAIRN_QUERY_DOCUMENTS_MAX', fallback: '100000', help: 'documents one HTTP collection query reads at most; past it the answer says partial' },
   { name: 'mqtt-max-packet-bytes', ...kinds.packetBytes, env: 'CAIRN_MQTT_MAX_PACKET_BYTES', help: 'largest MQTT packet accepted' },
   { name: 'log-level', ...kinds.logLevel, env: 'CAIRN_LOG_LEVEL', fallback: 'info', help: 'least severe log level written' },
   { name: 'log-format', ...kinds.logFormat, env: 'CAIRN_LOG_FORMAT', fallback: 'auto', help: 'json lines, pretty lines, or auto (pretty on a terminal)' },
@@ -152,6 +156,7 @@ export function serveConfigOf(parsed: ParsedCommand): ServeConfig {
     sessionQueueMessagesMax: kinds.messages.convert(required('session-queue-max')),
     queueReadyMessagesMax: kinds.messages.convert(required('queue-max')),
     mqttPacketBytesMax: optional('mqtt-max-packet-bytes', kinds.packetBytes),
+    queryDocumentsExaminedMax: kinds.documents.convert(required('query-documents-max')),
     logLevel: kinds.logLevel.convert(required('log-level')),
     logFormat: kinds.logFormat.convert(required('log-format')),
     sysIntervalSeconds: kinds.seconds.convert(required('sys-interval')),

@@ -146,7 +146,10 @@ export async function startCairn(config: ServeConfig, logger: Logger, internals:
       ...address('mqtt', mqtt), ...address('mqtt/ssl', mqtts), ...address('http/web-mqtt', ws), ...address('https/web-mqtt', wss),
       ...address('amqp', amqp), ...address('amqp/ssl', amqps),
     ];
-    const httpOptions = (port: number): Parameters<typeof startHttpServer>[0] => ({ broker, host: config.bind, port, logger, users, version, connections, metrics, clients, listeners });
+    const httpOptions = (port: number): Parameters<typeof startHttpServer>[0] => ({
+      broker, host: config.bind, port, logger, users, version, connections, metrics, clients, listeners,
+      limits: { queryDocumentsExaminedMax: config.queryDocumentsExaminedMax },
+    });
     const http = await start('HTTP', config.httpPort, (port) => startHttpServer(httpOptions(port)));
     const https = await start('HTTPS', config.httpsPort, (port) => startHttpServer({ ...httpOptions(port), tls }));
     // Every listener on has its own connection cap.

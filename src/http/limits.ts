@@ -6,7 +6,10 @@
  * connection cap and short timeouts cost those nothing, and keep an
  * unauthenticated client from holding file descriptors the log needs
  * (issue 11: ~19,900 idle connections exhausted them) or connections open by
- * trickling bytes (slowloris). checkHttpLimits runs once, at start-up.
+ * trickling bytes (slowloris). A collection query reads its documents from
+ * the log in chunks and examines a bounded number of them
+ * (collection-query.ts), so one query can neither hold the event loop nor
+ * read a whole large collection. checkHttpLimits runs once, at start-up.
  */
 
 export class HttpLimitError extends Error {
@@ -37,6 +40,12 @@ export interface HttpLimits {
   readonly keepAliveTimeoutMs: number;
   /** Request line and headers together; beyond it, 431 (node's maxHeaderSize). Bodies: management/request-body.ts. */
   readonly headerBytesMax: number;
+  /** Documents one collection query (documents or count) reads from the log at most; past it the answer says `partial: true`. */
+  readonly queryDocumentsExaminedMax: number;
+  /** A query yields to the event loop after this many documents... */
+  readonly queryChunkDocuments: number;
+  /** ...or after this long, whichever comes first. */
+  readonly queryChunkMs: number;
 }
 
 export const defaultHttpLimits: HttpLimits = {
@@ -46,6 +55,9 @@ export const defaultHttpLimits: HttpLimits = {
   idleTimeoutMs: 30_000,
   keepAliveTimeoutMs: 5_000,
   headerBytesMax: 16 * 1024,
+  queryDocumentsExaminedMax: 100_000,
+  queryChunkDocuments: 500,
+  queryChunkMs: 10,
 };
 
 export function resolveHttpLimits(overrides: Partial<HttpLimits> = {}): HttpLimits {
@@ -64,6 +76,9 @@ export function checkHttpLimits(limits: HttpLimits): void {
   check(integerIn(limits.keepAliveTimeoutMs, 1, 3_600_000), 'keepAliveTimeoutMs must be an integer in [1, 3600000]');
   // A request line with a documents filter in its query string must fit.
   check(integerIn(limits.headerBytesMax, 1024, 1024 * 1024), 'headerBytesMax must be an integer in [1024, 1048576]');
+  check(integerIn(limits.queryDocumentsExaminedMax, 1, Number.MAX_SAFE_INTEGER), 'queryDocumentsExaminedMax must be a positive integer');
+  check(integerIn(limits.queryChunkDocuments, 1, 1_000_000), 'queryChunkDocuments must be an integer in [1, 1000000]');
+  check(integerIn(limits.queryChunkMs, 1, 1000), 'queryChunkMs must be an integer in [1, 1000]');
 }
 
 /**

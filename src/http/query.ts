@@ -3,7 +3,8 @@
  * API, through mingo (kofrasa/mingo, MIT, no dependencies; chosen over sift
  * because it also does sort, skip, limit and projection with MongoDB's rules).
  * Pure: no I/O, no clock; a query is parsed and checked once, then run over
- * any number of documents.
+ * any number of documents (collection-query.ts feeds it documents read from
+ * the log, in chunks).
  *
  * What MongoDB does, mingo does here: a field that holds an array matches a
  * value its elements hold (`{"tags": "a"}`), `$elemMatch`, `$in`/`$nin`/`$all`,
@@ -33,8 +34,9 @@ import * as projectionOperators from 'mingo/operators/projection';
 import * as queryOperators from 'mingo/operators/query';
 import { Query as MingoQuery } from 'mingo/query';
 import type { Projection } from 'mingo/types';
+import type { JsonDocument } from '../core/collection-documents.js';
 
-export type JsonDocument = Readonly<Record<string, unknown>>;
+export type { JsonDocument } from '../core/collection-documents.js';
 
 export class QueryError extends Error {
   override readonly name = 'QueryError';
@@ -45,6 +47,8 @@ export type Predicate = (document: JsonDocument) => boolean;
 
 export interface Query {
   readonly filter: Predicate;
+  /** No filter, or `{}`: every document matches, so a count or a skip needs no document read. */
+  readonly matchesAll: boolean;
   /** `{path: 1 | -1}` in priority order; undefined: input order. */
   readonly sort: Readonly<Record<string, 1 | -1>> | undefined;
   /** Documents to skip after filtering and sorting. */
@@ -76,6 +80,7 @@ export function parseQuery(input: QueryInput): Query {
   const projection = input.projection === undefined ? undefined : parseProjection(input.projection);
   return {
     filter: input.filter === undefined ? () => true : compileFilter(input.filter),
+    matchesAll: input.filter === undefined || (isPlainObject(input.filter) && Object.keys(input.filter).length === 0),
     sort: input.sort === undefined ? undefined : parseSort(input.sort),
     skip: input.skip === undefined ? 0 : parseCount('skip', input.skip),
     limit: input.limit === undefined ? undefined : parseCount('limit', input.limit),
@@ -87,6 +92,11 @@ export function parseQuery(input: QueryInput): Query {
 export function runQuery(query: Query, documents: Iterable<JsonDocument>): JsonDocument[] {
   const matching: JsonDocument[] = [];
   for (const document of documents) if (query.filter(document)) matching.push(document);
+  return finishQuery(query, matching);
+}
+
+/** Sort, skip, limit and project documents that already passed the filter. */
+export function finishQuery(query: Query, matching: JsonDocument[]): JsonDocument[] {
   return libraryCall('the query', () => {
     const projection: Projection<JsonDocument> | undefined = query.projection;
     let cursor = new MingoQuery<JsonDocument>({}, mingoOptions).find<JsonDocument>(matching, projection);
@@ -95,6 +105,11 @@ export function runQuery(query: Query, documents: Iterable<JsonDocument>): JsonD
     if (query.limit !== undefined) cursor = cursor.limit(query.limit);
     return cursor.all();
   });
+}
+
+/** `documents` in `sort` order (MongoDB's order across types); stable: equal keys keep their input order. */
+export function sortDocuments(sort: Readonly<Record<string, 1 | -1>>, documents: JsonDocument[]): JsonDocument[] {
+  return libraryCall('the sort', () => new MingoQuery<JsonDocument>({}, mingoOptions).find<JsonDocument>(documents).sort(sort).all());
 }
 
 /** How many documents the filter matches. */

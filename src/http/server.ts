@@ -12,7 +12,9 @@
  * permission 403. With no users the API is open, like the other listeners.
  *
  * Reads are synchronous views of the broker's projections and runtime, so
- * every answer is a consistent view of one moment. Changes (PUT, POST,
+ * every answer is a consistent view of one moment; collection queries read
+ * documents from the log in chunks between which other clients are served,
+ * over the documents durable when the query began. Changes (PUT, POST,
  * DELETE) are ordinary broker commands, recorded in the log like a client's.
  *
  * Limits (limits.ts): a connection cap, headers, request and idle timeouts
@@ -26,6 +28,7 @@ import type { TLSSocket } from 'node:tls';
 import type { TlsCredentials } from '../protocols/tls-credentials.js';
 import type { Users } from '../auth/users.js';
 import type { Broker } from '../core/broker.js';
+import { DocumentReadError } from '../core/collection-documents.js';
 import type { Logger } from '../logger.js';
 import { Metrics } from '../metrics.js';
 import type { ManagedConnection } from '../protocols/connection-description.js';
@@ -80,6 +83,7 @@ const methods: readonly Method[] = ['GET', 'PUT', 'POST', 'DELETE'];
 export async function startHttpServer(options: HttpServerOptions): Promise<HttpServerHandle> {
   const { broker, logger } = options;
   const limits = resolveHttpLimits(options.limits);
+  const scanLimits = { chunkDocuments: limits.queryChunkDocuments, chunkMs: limits.queryChunkMs, examinedMax: limits.queryDocumentsExaminedMax };
   const clock = options.clock ?? Date.now;
   const metrics = options.metrics ?? new Metrics();
   const clients = options.clients ?? ((): Iterable<ManagedConnection> => []);
@@ -123,12 +127,12 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     { pattern: /^\/api\/collections$/, methods: { GET: ({ url }) => (checkParameters(url, []), json(collectionsView(broker))) } },
     {
       pattern: /^\/api\/collections\/([^/]+)\/documents$/, methods: {
-        GET: ({ url, parameters }) => (checkParameters(url, documentsParameters), json(documentsView(broker, parameters[0] ?? '', url.searchParams))),
+        GET: async ({ url, parameters }) => (checkParameters(url, documentsParameters), json(await documentsView(broker, parameters[0] ?? '', url.searchParams, scanLimits))),
       },
     },
     {
       pattern: /^\/api\/collections\/([^/]+)\/count$/, methods: {
-        GET: ({ url, parameters }) => (checkParameters(url, countParameters), json(countView(broker, parameters[0] ?? '', url.searchParams))),
+        GET: async ({ url, parameters }) => (checkParameters(url, countParameters), json(await countView(broker, parameters[0] ?? '', url.searchParams, scanLimits))),
       },
     },
     { pattern: /^\/api\/log$/, methods: { GET: ({ url }) => (checkParameters(url, []), json(logView(broker))) } },
@@ -236,6 +240,9 @@ function answerError(response: ServerResponse, error: unknown, logger: Logger): 
     sendError(response, error.status, error.error, error.message, error.headers);
   } else if (error instanceof QueryError) {
     sendError(response, 400, 'bad_request', error.message);
+  } else if (error instanceof DocumentReadError) {
+    logger.error({ err: error }, 'collection query: a document could not be read from the log');
+    sendError(response, 500, 'document_unreadable', error.message);
   } else {
     logger.error({ err: error }, 'HTTP request failed');
     sendError(response, 500, 'internal_error', 'the request failed inside the server; see its log');

@@ -1,14 +1,17 @@
 /**
  * Cairn's own HTTP resources (MQTT sessions, collections, the log): each turns the broker's state (and runtime) into one
- * JSON response body. Read-only and synchronous; they never write records.
+ * JSON response body. Read-only; they never write records. Synchronous, except the collection queries, which read
+ * their documents from the log in chunks (collection-query.ts) and answer `examined` and `partial` beside the result.
  *
  * Listings are capped at `listItemsMax` entries (with `truncated: true`) so a
  * broker with a million sessions cannot make one request build a huge answer.
  */
 import type { Broker } from '../core/broker.js';
+import { documentSource, type DocumentSource } from '../core/collection-documents.js';
+import { countDocuments, findDocuments, type ScanLimits } from './collection-query.js';
 import { HttpError } from './http-error.js';
 import { logPositionOf } from './log-position.js';
-import { countMatching, parseQuery, runQuery, type JsonDocument, type QueryInput } from './query.js';
+import { parseQuery, type QueryInput } from './query.js';
 
 export const listItemsMax = 10_000;
 export const documentsLimitDefault = 100;
@@ -58,16 +61,15 @@ function jsonParameter(parameters: URLSearchParams, name: string): unknown {
   }
 }
 
-function documentsOf(broker: Broker, name: string): JsonDocument[] {
+/** The collection's documents as of now: those whose records are durable (so readable from the log). */
+function documentsOf(broker: Broker, name: string): DocumentSource {
   const collection = broker.state.collections.get(name);
   if (!collection) throw new HttpError(404, 'not_found', `no collection named '${name}'`);
-  const documents: JsonDocument[] = [];
-  for (const [id, document] of collection.documents) documents.push({ ...document, _id: id });
-  return documents;
+  return documentSource(broker.log, collection, logPositionOf(broker.log).durableLsn);
 }
 
 /** `/api/collections/NAME/documents?filter=&sort=&skip=&limit=&projection=` (MongoDB semantics, see query.ts). */
-export function documentsView(broker: Broker, name: string, parameters: URLSearchParams): unknown {
+export async function documentsView(broker: Broker, name: string, parameters: URLSearchParams, limits: ScanLimits): Promise<unknown> {
   const input: QueryInput = {
     filter: jsonParameter(parameters, 'filter'),
     sort: jsonParameter(parameters, 'sort'),
@@ -79,14 +81,15 @@ export function documentsView(broker: Broker, name: string, parameters: URLSearc
   if (query.limit !== undefined && query.limit > documentsLimitMax) {
     throw new HttpError(400, 'bad_request', `limit must be at most ${documentsLimitMax}, got ${query.limit}`);
   }
-  const found = runQuery(query, documentsOf(broker, name));
-  return { collection: name, skip: query.skip, limit: query.limit, count: found.length, documents: found };
+  const { documents, examined, partial } = await findDocuments(documentsOf(broker, name), query, limits);
+  return { collection: name, skip: query.skip, limit: query.limit, count: documents.length, examined, partial, documents };
 }
 
-/** `/api/collections/NAME/count?filter=`: how many documents match, without sending them. */
-export function countView(broker: Broker, name: string, parameters: URLSearchParams): unknown {
+/** `/api/collections/NAME/count?filter=`: how many documents match, without sending them (`partial`: at least that many). */
+export async function countView(broker: Broker, name: string, parameters: URLSearchParams, limits: ScanLimits): Promise<unknown> {
   const query = parseQuery({ filter: jsonParameter(parameters, 'filter') });
-  return { collection: name, count: countMatching(query, documentsOf(broker, name)) };
+  const { count, examined, partial } = await countDocuments(documentsOf(broker, name), query, limits);
+  return { collection: name, count, examined, partial };
 }
 
 interface SnapshotAware {

@@ -42,7 +42,7 @@ function applyBody(state: BrokerState, record: BrokerRecord): void {
     case RecordKind.exchange: return applyExchange(state, body as BodyOf['exchange']);
     case RecordKind.queue: return applyQueue(state, body as BodyOf['queue']);
     case RecordKind.bind: return applyBind(state, body as BodyOf['bind']);
-    case RecordKind.doc: return applyDoc(state, body as BodyOf['doc']);
+    case RecordKind.doc: return applyDoc(state, body as BodyOf['doc'], record.lsn);
     default: throw new Error(`unknown record kind ${record.kind} at LSN ${record.lsn}: written by a newer Cairn?`);
   }
 }

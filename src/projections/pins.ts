@@ -4,13 +4,16 @@
  * from the segment on delivery), so retention must keep every segment from
  * the oldest live message's LSN on. Within one destination, seq order is LSN
  * order (a msg record takes its seqs when it is appended), so the oldest
- * entry of each destination is its first one.
+ * entry of each destination is its first one. Documents are references too
+ * (collections.ts), never removed: a collection pins the log from its first
+ * document's record on, which is its map's first entry.
  */
 import type { BrokerState } from './state.js';
 
 export type PinHolder =
   | { readonly kind: 'session'; readonly client: string; readonly seq: number }
-  | { readonly kind: 'queue'; readonly queue: string; readonly seq: number };
+  | { readonly kind: 'queue'; readonly queue: string; readonly seq: number }
+  | { readonly kind: 'collection'; readonly collection: string; readonly id: number };
 
 export interface LogPin {
   /** The oldest LSN retention must keep. */
@@ -18,7 +21,7 @@ export interface LogPin {
   readonly holder: PinHolder;
 }
 
-/** The oldest live message reference in the state, or undefined when nothing is queued. */
+/** The oldest live reference in the state (a queued message or a document), or undefined when there is none. */
 export function oldestLiveMessage(state: BrokerState): LogPin | undefined {
   let oldest: LogPin | undefined;
   for (const session of state.sessions.values()) {
@@ -30,6 +33,12 @@ export function oldestLiveMessage(state: BrokerState): LogPin | undefined {
   for (const queue of state.queues.values()) {
     for (const [seq, entry] of queue.pending) {
       if (oldest === undefined || entry.message.lsn < oldest.lsn) oldest = { lsn: entry.message.lsn, holder: { kind: 'queue', queue: queue.name, seq } };
+      break;
+    }
+  }
+  for (const collection of state.collections.values()) {
+    for (const [id, lsn] of collection.documents) {
+      if (oldest === undefined || lsn < oldest.lsn) oldest = { lsn, holder: { kind: 'collection', collection: collection.name, id } };
       break;
     }
   }

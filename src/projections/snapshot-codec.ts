@@ -7,9 +7,10 @@
  * many destinations stays shared after a restore. Map order is kept (seq
  * order for pending entries), so a restored state iterates like the original.
  */
+import { decodeCollections, encodeCollections, type EncodedCollection } from './collections.js';
 import { bindingKey } from './state.js';
 import type {
-  BindingState, BrokerState, CollectionState, ExchangeState, PendingEntry, QueueState, RetainedValue, SessionState, StoredMessage,
+  BindingState, BrokerState, ExchangeState, PendingEntry, QueueState, RetainedValue, SessionState, StoredMessage,
 } from './state.js';
 
 export const snapshotFormatVersion = 1;
@@ -26,7 +27,7 @@ export interface EncodedState {
   exchanges: ExchangeState[];
   queues: Array<[string, boolean, PendingRow[], number, number]>;
   bindings: BindingState[];
-  collections: Array<[string, Array<[number, Readonly<Record<string, unknown>>]>, number]>;
+  collections: EncodedCollection[];
 }
 
 export function encodeState(state: BrokerState): EncodedState {
@@ -53,7 +54,7 @@ export function encodeState(state: BrokerState): EncodedState {
     exchanges: [...state.exchanges.values()].map((e) => ({ ...e })),
     queues,
     bindings: [...state.bindings.values()].map((b) => ({ ...b })),
-    collections: [...state.collections.values()].map((c) => [c.name, [...c.documents], c.nextId] as EncodedState['collections'][number]),
+    collections: encodeCollections(state.collections),
   };
 }
 
@@ -77,15 +78,13 @@ export function decodeState(encoded: EncodedState): BrokerState {
   for (const [name, autoDelete, rows, nextSeq, dropped] of encoded.queues) {
     queues.set(name, { name, autoDelete, pending: pendingOf(rows), nextSeq, dropped });
   }
-  const collections = new Map<string, CollectionState>();
-  for (const [name, documents, nextId] of encoded.collections) collections.set(name, { name, documents: new Map(documents), nextId });
   return {
     sessions,
     retained: new Map(encoded.retained.map((r) => [r.topic, r])),
     exchanges: new Map(encoded.exchanges.map((e) => [e.name, e])),
     queues,
     bindings: new Map(encoded.bindings.map((b) => [bindingKey(b.exchange, b.queue, b.routingKey), b])),
-    collections,
+    collections: decodeCollections(encoded.collections),
     lastLsn: encoded.lastLsn,
     lastTimestamp: encoded.lastTimestamp,
   };

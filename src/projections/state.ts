@@ -76,7 +76,8 @@ export interface RetainedValue {
 
 export interface CollectionState {
   readonly name: string;
-  readonly documents: Map<number, Readonly<Record<string, unknown>>>;
+  /** Document id → LSN of its doc record: the document stays in the log (see collections.ts). */
+  readonly documents: Map<number, number>;
   nextId: number;
 }
 

@@ -263,7 +263,7 @@ describe('collections with MongoDB query semantics (mingo) over HTTP', () => {
     const all = await getJson(base, '/api/collections/things/count');
     expect(all).toMatchObject({ status: 200, body: { collection: 'things', count: 3 } });
     const tagged = await getJson(base, `/api/collections/things/count?filter=${encodeURIComponent('{"tags":"a"}')}`);
-    expect(tagged.body).toEqual({ collection: 'things', count: 2 });
+    expect(tagged.body).toEqual({ collection: 'things', count: 2, examined: 3, partial: false });
     expect((await getJson(base, '/api/collections/nothing/count')).status).toBe(404);
   });
 

@@ -275,7 +275,11 @@ async function findDocuments(form) {
   const collection = form.elements.namedItem('collection').value;
   const filter = form.elements.namedItem('filter').value.trim();
   const found = await api(`/api/collections/${encodeURIComponent(collection)}/documents${filter ? `?filter=${encodeURIComponent(filter)}` : ''}`);
-  show('documents', table(found.documents, [['_id', (d) => d._id], ['document', (d) => d]]));
+  const shown = element('div');
+  // A query stopped by the server's cap on documents examined says so: the list may be missing matches.
+  const scope = `${found.count} shown, ${found.examined} examined${found.partial ? ' — partial: the server stopped at its cap on documents examined per query (--query-documents-max)' : ''}`;
+  shown.append(table(found.documents, [['_id', (d) => d._id], ['document', (d) => d]]), element('p', scope));
+  show('documents', shown);
 }
 
 const tabs = { overview: async () => undefined, queues: showQueues, sessions: showSessions, connections: showConnections, exchanges: showExchanges, log: showLog, collections: showCollections };

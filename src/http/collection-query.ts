@@ -1,0 +1,118 @@
+/**
+ * A query over a collection whose documents live in the log: the documents
+ * are read one by one from their doc records (core/collection-documents.ts)
+ * and tested in chunks, with a turn of the event loop (setImmediate) between
+ * chunks, so MQTT and AMQP clients keep being served while a large query runs
+ * (issue 12: a query over 443k in-memory documents blocked every client for
+ * seconds).
+ *
+ * Bounds, from HttpLimits: a chunk ends after `chunkDocuments` documents or
+ * `chunkMs` milliseconds, whichever comes first (a slow read shortens the
+ * chunk rather than the other clients' turn); a query examines at most
+ * `examinedMax` documents. A query that stops at that cap with documents left
+ * unexamined answers `partial: true`, never a silently shortened result.
+ *
+ * Results equal runQuery over the same documents in memory (query.ts) when
+ * not partial: without a sort the scan stops once skip + limit documents
+ * matched; with one, the best skip + limit matches are kept, the buffer
+ * sorted and trimmed to them each time it reaches twice that or a chunk's
+ * worth (mingo's sort is stable, so equal keys keep the scan's order, as
+ * they would in one sort of everything).
+ */
+import type { DocumentSource, JsonDocument } from '../core/collection-documents.js';
+import { finishQuery, sortDocuments, type Query } from './query.js';
+
+export interface ScanLimits {
+  readonly chunkDocuments: number;
+  readonly chunkMs: number;
+  readonly examinedMax: number;
+}
+
+export interface ScanOutcome {
+  /** Documents read from the log and tested. */
+  readonly examined: number;
+  /** The examinedMax cap stopped the scan before every document was examined. */
+  readonly partial: boolean;
+}
+
+export interface FoundDocuments extends ScanOutcome {
+  readonly documents: JsonDocument[];
+}
+
+export interface CountedDocuments extends ScanOutcome {
+  readonly count: number;
+}
+
+const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** The documents `query` selects, sorted, skipped, limited and projected. */
+export async function findDocuments(source: DocumentSource, query: Query, limits: ScanLimits): Promise<FoundDocuments> {
+  if (query.limit === 0) return { documents: [], examined: 0, partial: false };
+  const keep = query.limit === undefined ? Infinity : query.skip + query.limit;
+  if (query.sort === undefined) return findInOrder(source, query, keep, limits);
+  const sort = query.sort;
+  // Trimming sorts the buffer: at most once a chunk, however small `keep` is.
+  const trimAt = Math.max(2 * keep, limits.chunkDocuments);
+  let best: JsonDocument[] = [];
+  const outcome = await scan(source, limits, 0, (document) => {
+    if (!query.filter(document)) return true;
+    best.push(document);
+    if (best.length >= trimAt) best = sortDocuments(sort, best).slice(0, keep);
+    return true;
+  });
+  return { ...outcome, documents: finishQuery(query, best) };
+}
+
+/** No sort: the first matches in LSN order; with every document matching, the skipped ones are not even read. */
+async function findInOrder(source: DocumentSource, query: Query, keep: number, limits: ScanLimits): Promise<FoundDocuments> {
+  const found: JsonDocument[] = [];
+  let skipping = query.matchesAll ? 0 : query.skip;
+  const outcome = await scan(source, limits, query.matchesAll ? query.skip : 0, (document) => {
+    if (!query.filter(document)) return true;
+    if (skipping > 0) skipping--;
+    else found.push(document);
+    return found.length < keep - query.skip;
+  });
+  return { ...outcome, documents: finishQuery({ ...query, skip: 0 }, found) };
+}
+
+/** How many documents match; with no filter, without reading any. */
+export async function countDocuments(source: DocumentSource, query: Query, limits: ScanLimits): Promise<CountedDocuments> {
+  if (query.matchesAll) {
+    let count = 0;
+    for (const references = source.references(); !references.next().done;) count++;
+    return { count, examined: 0, partial: false };
+  }
+  let count = 0;
+  const outcome = await scan(source, limits, 0, (document) => {
+    if (query.filter(document)) count++;
+    return true;
+  });
+  return { ...outcome, count };
+}
+
+/**
+ * Reads the documents after the first `unread` references, in order, and hands each to `visit` (false: stop).
+ * Between chunks the event loop turns; at examinedMax with references left, the scan stops as partial.
+ */
+async function scan(source: DocumentSource, limits: ScanLimits, unread: number, visit: (document: JsonDocument) => boolean): Promise<ScanOutcome> {
+  const references = source.references();
+  for (let skipped = 0; skipped < unread; skipped++) if (references.next().done) return { examined: 0, partial: false };
+  let examined = 0;
+  let inChunk = 0;
+  let chunkStarted = performance.now();
+  for (;;) {
+    const next = references.next();
+    if (next.done) return { examined, partial: false };
+    if (examined >= limits.examinedMax) return { examined, partial: true };
+    if (inChunk >= limits.chunkDocuments || performance.now() - chunkStarted >= limits.chunkMs) {
+      await yieldToEventLoop();
+      inChunk = 0;
+      chunkStarted = performance.now();
+    }
+    const [id, lsn] = next.value;
+    examined++;
+    inChunk++;
+    if (!visit(source.read(id, lsn))) return { examined, partial: false };
+  }
+}
