@@ -21,6 +21,8 @@ import { startCairnProcess, type CairnProcess } from './cairn-process.js';
 
 const documentsDefault = 200_000;
 const publishesInFlight = 1000;
+/** A query that has not answered by then is reported as such, and the bench goes on. */
+const queryTimeoutMs = 120_000;
 
 export async function benchCollections(): Promise<void> {
   const documentsTotal = Number(process.env['CAIRN_BENCH_DOCUMENTS'] ?? documentsDefault);
@@ -29,6 +31,7 @@ export async function benchCollections(): Promise<void> {
   let cairn: CairnProcess | undefined;
   try {
     cairn = await startCairnProcess(dir, flags);
+    console.log(`RSS at start (empty): ${rssMegabytes(cairn)} MB`);
     const ingestMs = await ingest(cairn.mqttPort, documentsTotal);
     console.log(`ingest: ${documentsTotal.toLocaleString('en')} documents in ${(ingestMs / 1000).toFixed(1)} s = ${Math.round(documentsTotal / (ingestMs / 1000)).toLocaleString('en')} docs/s`);
     console.log(`RSS after ingest: ${rssMegabytes(cairn)} MB; data directory: ${megabytes(directoryBytes(dir, ''))} MB, of which snapshots ${megabytes(directoryBytes(dir, '.snap'))} MB`);
@@ -72,12 +75,13 @@ async function queryWhileProbing(cairn: CairnProcess, what: string, path: string
   let querying = true;
   const roundTrips = probeRoundTrips(probe, () => querying);
   const started = performance.now();
-  const response = await fetch(`http://127.0.0.1:${cairn.httpPort}${path}`);
-  const body = await response.json() as Record<string, unknown>;
+  const body: Record<string, unknown> = await fetch(`http://127.0.0.1:${cairn.httpPort}${path}`, { signal: AbortSignal.timeout(queryTimeoutMs) })
+    .then(async (response) => await response.json() as Record<string, unknown>)
+    .catch((error: unknown) => ({ error: `no answer: ${error instanceof Error ? error.message : String(error)}` }));
   const queryMs = performance.now() - started;
   querying = false;
   const { count, maxGapMs } = await roundTrips;
-  await probe.endAsync();
+  await probe.endAsync(true);
   const { documents: _documents, ...summary } = body;
   console.log(`query ${what}: ${queryMs.toFixed(0)} ms, answer ${JSON.stringify(summary).slice(0, 200)}; meanwhile ${count} MQTT round trips, longest gap ${maxGapMs.toFixed(0)} ms`);
 }
