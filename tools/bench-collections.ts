@@ -3,6 +3,10 @@
  * (issue 12 measured 443k documents holding 403 MB of RAM, a 12 s restart,
  * and a query that blocked every client for seconds).
  *
+ * First, in this process: the heap the collection projection keeps per
+ * document (doc records applied to an empty state, heapUsed after a full gc
+ * before and after, the records themselves dropped).
+ *
  * `cairn serve --ingest 'bench/#:readings'` runs as a child process; one
  * MQTT.js client publishes CAIRN_BENCH_DOCUMENTS (default 200,000) small JSON
  * payloads at QoS 1 (1,000 in flight), each becoming a document. Printed:
@@ -15,7 +19,12 @@
  */
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import mqtt, { type MqttClient } from 'mqtt';
+import { apply } from '../src/projections/apply.js';
+import { RecordKind } from '../src/projections/records.js';
+import { initialState } from '../src/projections/state.js';
 import { tempDir } from './bench-mqtt.js';
 import { startCairnProcess, type CairnProcess } from './cairn-process.js';
 
@@ -26,6 +35,7 @@ const queryTimeoutMs = 120_000;
 
 export async function benchCollections(): Promise<void> {
   const documentsTotal = Number(process.env['CAIRN_BENCH_DOCUMENTS'] ?? documentsDefault);
+  console.log(`projection: ${projectionBytesPerDocument(documentsTotal).toFixed(1)} bytes of heap per document (${documentsTotal.toLocaleString('en')} doc records applied)`);
   const { dir, remove } = tempDir('cairn-bench-collections-');
   const flags = ['--ingest', 'bench/#:readings', '--amqp-port', 'off'];
   let cairn: CairnProcess | undefined;
@@ -50,6 +60,22 @@ export async function benchCollections(): Promise<void> {
     await cairn?.kill();
     remove();
   }
+}
+
+function projectionBytesPerDocument(total: number): number {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  const state = initialState();
+  for (let i = 0; i < total; i++) {
+    const doc = { sensor: i % 100, v: i, site: `greenhouse-${i % 7}`, ok: i % 3 === 0, _topic: `bench/${i % 100}`, _received_at: 1_790_000_000_000 + i };
+    apply(state, { lsn: 1_000 + i, timestamp: 1_790_000_000_000 + i, kind: RecordKind.doc, body: { col: 'readings', id: i + 1, doc } });
+  }
+  gc();
+  const bytes = (process.memoryUsage().heapUsed - before) / total;
+  if (state.collections.size !== 1) throw new Error('the projection lost its collection');
+  return bytes;
 }
 
 async function ingest(port: number, total: number): Promise<number> {
