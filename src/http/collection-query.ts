@@ -48,9 +48,9 @@ const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmedi
 /** The documents `query` selects, sorted, skipped, limited and projected. */
 export async function findDocuments(source: DocumentSource, query: Query, limits: ScanLimits): Promise<FoundDocuments> {
   if (query.limit === 0) return { documents: [], examined: 0, partial: false };
-  const keep = query.limit === undefined ? Infinity : query.skip + query.limit;
-  if (query.sort === undefined) return findInOrder(source, query, keep, limits);
+  if (query.sort === undefined) return findInOrder(source, query, limits);
   const sort = query.sort;
+  const keep = query.limit === undefined ? Infinity : query.skip + query.limit;
   // Trimming sorts the buffer: at most once a chunk, however small `keep` is.
   const trimAt = Math.max(2 * keep, limits.chunkDocuments);
   let best: JsonDocument[] = [];
@@ -64,14 +64,15 @@ export async function findDocuments(source: DocumentSource, query: Query, limits
 }
 
 /** No sort: the first matches in LSN order; with every document matching, the skipped ones are not even read. */
-async function findInOrder(source: DocumentSource, query: Query, keep: number, limits: ScanLimits): Promise<FoundDocuments> {
+async function findInOrder(source: DocumentSource, query: Query, limits: ScanLimits): Promise<FoundDocuments> {
+  const wanted = query.limit ?? Infinity;
   const found: JsonDocument[] = [];
   let skipping = query.matchesAll ? 0 : query.skip;
   const outcome = await scan(source, limits, query.matchesAll ? query.skip : 0, (document) => {
     if (!query.filter(document)) return true;
     if (skipping > 0) skipping--;
     else found.push(document);
-    return found.length < keep - query.skip;
+    return found.length < wanted;
   });
   return { ...outcome, documents: finishQuery({ ...query, skip: 0 }, found) };
 }
