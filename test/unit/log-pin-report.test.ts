@@ -34,6 +34,12 @@ describe('describeLogPin', () => {
     expect(describeLogPinLine(report)).toMatch(/no longer in the log; time unknown/);
   });
 
+  it("a collection's first document: destination type collection, the document id in place of a seq", () => {
+    const report = describeLogPin({ lsn: 12, holder: { kind: 'collection', collection: 'readings', id: 1 } }, segments, () => 1_000, 3_000);
+    expect(report).toEqual({ destinationType: 'collection', destination: 'readings', seq: 1, lsn: 12, segment: 'a.seg', timestamp: 1_000, ageSeconds: 2, pinnedBytes: 3400 });
+    expect(describeLogPinLine(report)).toBe('oldest live message: collection "readings" document 1, LSN 12 (segment a.seg; 1970-01-01T00:00:01.000Z, age 2.0 s); pins 3400 bytes of log from its segment on');
+  });
+
   it('an unreadable record: in its segment, age unknown', () => {
     const report = describeLogPin({ lsn: 33, holder: { kind: 'queue', queue: 'q', seq: 2 } }, segments, () => undefined, 10_000);
     expect(report).toMatchObject({ segment: 'c.seg', timestamp: undefined, ageSeconds: undefined, pinnedBytes: 400 });
