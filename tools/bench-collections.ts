@@ -14,7 +14,8 @@
  * read every document and a sorted documents query (their time, and how many
  * MQTT publish/PUBACK round trips another client completed meanwhile, with
  * the longest gap between two of them), then SIGKILL, restart (spawn → ready,
- * HTTP answering) and the RSS after the restart.
+ * HTTP answering) and the RSS after the restart. The queries may examine every
+ * document (CAIRN_QUERY_DOCUMENTS_MAX is set to their number).
  * Data lives in a temp dir (CAIRN_BENCH_DIR picks the disk), removed afterwards.
  */
 import { readFileSync, readdirSync, statSync } from 'node:fs';
@@ -38,18 +39,20 @@ export async function benchCollections(): Promise<void> {
   console.log(`projection: ${projectionBytesPerDocument(documentsTotal).toFixed(1)} bytes of heap per document (${documentsTotal.toLocaleString('en')} doc records applied)`);
   const { dir, remove } = tempDir('cairn-bench-collections-');
   const flags = ['--ingest', 'bench/#:readings', '--amqp-port', 'off'];
+  // Through the environment, which a Cairn without that setting ignores (a flag would stop it): the queries read every document.
+  const env = { CAIRN_QUERY_DOCUMENTS_MAX: String(documentsTotal) };
   let cairn: CairnProcess | undefined;
   try {
-    cairn = await startCairnProcess(dir, flags);
+    cairn = await startCairnProcess(dir, flags, env);
     console.log(`RSS at start (empty): ${rssMegabytes(cairn)} MB`);
     const ingestMs = await ingest(cairn.mqttPort, documentsTotal);
     console.log(`ingest: ${documentsTotal.toLocaleString('en')} documents in ${(ingestMs / 1000).toFixed(1)} s = ${Math.round(documentsTotal / (ingestMs / 1000)).toLocaleString('en')} docs/s`);
-    console.log(`RSS after ingest: ${rssMegabytes(cairn)} MB; data directory: ${megabytes(directoryBytes(dir, ''))} MB, of which snapshots ${megabytes(directoryBytes(dir, '.snap'))} MB`);
+    console.log(`RSS after ingest: ${rssMegabytes(cairn)} MB; data directory: ${megabytes(directoryBytes(dir, ''))} MB, of which snapshots ${(directoryBytes(dir, '.snap') / 1024).toFixed(0)} KiB`);
     await queryWhileProbing(cairn, 'count, filter {"sensor": 42} (reads every document)', `/api/collections/readings/count?filter=${encodeURIComponent('{"sensor":42}')}`);
     await queryWhileProbing(cairn, 'documents, sort {"v": -1}, limit 10', `/api/collections/readings/documents?sort=${encodeURIComponent('{"v":-1}')}&limit=10`);
     await cairn.kill();
     const restartStarted = performance.now();
-    cairn = await startCairnProcess(dir, flags);
+    cairn = await startCairnProcess(dir, flags, env);
     const restartMs = performance.now() - restartStarted;
     const replayed = cairn.output.map((line) => parseLine(line)).find((entry) => String(entry?.['msg'] ?? '').startsWith('log replayed'));
     console.log(`restart after SIGKILL (spawn → ready, HTTP answering): ${restartMs.toFixed(0)} ms; ${String(replayed?.['msg'] ?? 'no replay line')}`);
