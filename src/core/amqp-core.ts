@@ -15,7 +15,7 @@ import {
   type ExchangeKind, type QueueDelivery,
 } from './api.js';
 import { defaultExchange, ExchangeRuntime, supportedExchangeTypes } from './amqp-exchange.js';
-import { QueueRuntime } from './amqp-queue.js';
+import { amqpMessageOf, isDurableEntry, isRedeliveredEntry, QueueRuntime, type QueueEntry } from './amqp-queue.js';
 import { record, type PendingRecord } from './committer.js';
 import { publish, type PublishContext } from './publish.js';
 import type { SessionRuntime } from './mqtt-sessions.js';
@@ -108,7 +108,7 @@ export class AmqpCoreImpl implements AmqpCore {
   purgeQueue(name: string, owner: string): { messageCount: number; durable: Durable } {
     const queue = this.requireQueue(name, owner);
     const purged = queue.takeAllReady();
-    const durableSeqs = purged.filter((entry) => entry.durable).map((entry) => entry.seq);
+    const durableSeqs = purged.filter(isDurableEntry).map((entry) => entry.seq);
     const durable = durableSeqs.length > 0 ? this.context.committer.commit([record('drop', { q: name, s: durableSeqs, why: 'purge' })]) : undefined;
     return { messageCount: purged.length, durable };
   }
@@ -165,7 +165,9 @@ export class AmqpCoreImpl implements AmqpCore {
 
   get(queueName: string, options: { noAck: boolean; owner: string }): { delivery: QueueDelivery | undefined; messageCount: number } {
     const queue = this.requireQueue(queueName, options.owner);
-    const entry = queue.shift();
+    // A message that cannot be read stays queued; the error closes the asking connection (541).
+    const entry = this.takeReady(queue);
+    if (entry instanceof Error) throw entry;
     if (!entry) return { delivery: undefined, messageCount: 0 };
     if (entry.durable) this.context.committer.settleLater('deliver', { q: queue.name }, entry.seq);
     this.context.observer.messageOut('amqp');
@@ -198,13 +200,36 @@ export class AmqpCoreImpl implements AmqpCore {
     while (queue.readyCount > 0) {
       const consumer = queue.nextAcceptingConsumer();
       if (!consumer) return;
-      const entry = queue.shift()!;
+      const entry = this.takeReady(queue);
+      if (entry instanceof Error) return consumer.readFailed(entry);
+      if (!entry) return;
       if (entry.durable) this.context.committer.settleLater('deliver', { q: queue.name }, entry.seq);
       if (consumer.noAck) this.finish(queue, entry.seq, entry.durable);
       else queue.unacked.set(entry.seq, entry);
       this.context.observer.messageOut('amqp');
       consumer.deliver(queue.deliveryOf(entry));
     }
+  }
+
+  /**
+   * The head of the ready list with its message: a transient one's is held, a durable one's is read
+   * from the log (or the recent-message cache). When the read fails, the entry goes back and the
+   * error is returned for the caller to close the consumer's connection with.
+   */
+  private takeReady(queue: QueueRuntime): QueueEntry | Error | undefined {
+    const ref = queue.ready.shift();
+    if (!ref) return undefined;
+    const durable = isDurableEntry(ref);
+    let message = ref.held;
+    if (message === undefined) {
+      try {
+        message = amqpMessageOf(this.context.store.read(ref.lsn));
+      } catch (error) {
+        queue.ready.insert(ref.seq, ref.lsn, ref.size, ref.flags, undefined, ref.deliveries);
+        return error instanceof Error ? error : new Error(String(error));
+      }
+    }
+    return { seq: ref.seq, lsn: ref.lsn, size: ref.size, durable, redelivered: isRedeliveredEntry(ref), message };
   }
 
   connectionClosed(owner: string): void {

@@ -3,27 +3,34 @@
  * consumers hold unacknowledged, and round-robin dispatch that skips consumers
  * at their prefetch limit.
  *
- * A durable queue's durable entries mirror the projection's QueueState
- * (persistent messages): they enter through msg records and leave through ack
- * or drop records. Transient entries (non-persistent messages, or any message
- * in a transient queue) live only here. Requeued messages go back to their seq
- * position, so the queue keeps publish order as RabbitMQ does.
+ * Ready messages are references (entry-queue.ts): a persistent message in a
+ * durable queue is its msg record's LSN, read back from the log (or the
+ * recent-message cache) when it is delivered; only transient messages keep
+ * their body here. A durable queue's durable entries are also in the
+ * projection's QueueState: they enter through msg records and leave through
+ * ack or drop records. Requeued messages go back to their seq position, so
+ * the queue keeps publish order as RabbitMQ does.
  */
+import { EntryFlag, EntryQueue, type EntryView } from '../projections/entry-queue.js';
 import type { QueueState, StoredMessage } from '../projections/state.js';
 import type { AmqpConsumer, AmqpMessage, QueueDelivery } from './api.js';
+import { swapSeparators } from './mqtt-sessions.js';
 
+/** A message taken off the ready list: delivered, maybe unacknowledged. */
 export interface QueueEntry {
   readonly seq: number;
-  readonly message: AmqpMessage;
+  /** Its msg record (0: transient, never logged). */
+  readonly lsn: number;
+  readonly size: number;
   /** Written to the log (persistent message in a durable queue). */
   readonly durable: boolean;
   redelivered: boolean;
+  readonly message: AmqpMessage;
 }
 
 export class QueueRuntime {
-  /** Ready entries in ascending seq order; `head` skips the consumed prefix without shifting. */
-  private ready: QueueEntry[] = [];
-  private head = 0;
+  /** Ready entries in ascending seq order; transient ones hold their message. */
+  readonly ready = new EntryQueue<AmqpMessage>();
   readonly unacked = new Map<number, QueueEntry>();
   readonly consumers: AmqpConsumer[] = [];
   private nextConsumer = 0;
@@ -45,7 +52,11 @@ export class QueueRuntime {
   }
 
   get readyCount(): number {
-    return this.ready.length - this.head;
+    return this.ready.size;
+  }
+
+  get readyBytes(): number {
+    return this.ready.bytes;
   }
 
   get messageCount(): number {
@@ -56,46 +67,19 @@ export class QueueRuntime {
     return this.nextSeq++;
   }
 
-  push(entry: QueueEntry): void {
-    this.ready.push(entry);
+  /** A durable entry is its LSN; a transient one holds its message. */
+  push(seq: number, lsn: number, size: number, durable: boolean, redelivered: boolean, held?: AmqpMessage): void {
+    this.ready.insert(seq, lsn, size, (durable ? EntryFlag.durable : 0) | (redelivered ? EntryFlag.redelivered : 0), held);
   }
 
-  /** The oldest ready entry, removed. */
-  shift(): QueueEntry | undefined {
-    if (this.head >= this.ready.length) return undefined;
-    const entry = this.ready[this.head]!;
-    this.head++;
-    if (this.head > 1024 && this.head * 2 > this.ready.length) {
-      this.ready = this.ready.slice(this.head);
-      this.head = 0;
-    }
-    return entry;
-  }
-
-  /** Back to its place by seq, flagged redelivered. */
+  /** Back to its place by seq, flagged redelivered; a durable one is read from the log again when it is next delivered. */
   requeue(entry: QueueEntry): void {
-    entry.redelivered = true;
-    let low = this.head;
-    let high = this.ready.length;
-    while (low < high) {
-      const mid = (low + high) >>> 1;
-      if (this.ready[mid]!.seq < entry.seq) low = mid + 1;
-      else high = mid;
-    }
-    if (low === this.head && this.head > 0) {
-      this.head--;
-      this.ready[this.head] = entry;
-    } else {
-      this.ready.splice(low, 0, entry);
-    }
+    this.push(entry.seq, entry.lsn, entry.size, entry.durable, true, entry.durable ? undefined : entry.message);
   }
 
   /** All ready entries, removed (purge). */
-  takeAllReady(): QueueEntry[] {
-    const taken = this.ready.slice(this.head);
-    this.ready = [];
-    this.head = 0;
-    return taken;
+  takeAllReady(): EntryView<AmqpMessage>[] {
+    return this.ready.clear();
   }
 
   /** The next consumer in round robin that can take a message, or undefined. */
@@ -127,12 +111,23 @@ export class QueueRuntime {
   }
 }
 
+/** Whether a ready-list entry is durable / redelivered. */
+export function isDurableEntry(entry: EntryView<unknown>): boolean {
+  return (entry.flags & EntryFlag.durable) !== 0;
+}
+
+export function isRedeliveredEntry(entry: EntryView<unknown>): boolean {
+  return (entry.flags & EntryFlag.redelivered) !== 0;
+}
+
 /** Raw content-header properties holding only delivery-mode (flag bit 12): for MQTT messages crossing into AMQP. */
 const persistentProperties = new Uint8Array([0x10, 0x00, 2]);
 const transientProperties = new Uint8Array([0x10, 0x00, 1]);
 
 /** How a stored message looks to an AMQP consumer: MQTT-origin messages arrive via amq.topic with '/' ⇄ '.' swapped. */
-export function amqpMessageOf(message: StoredMessage, routingKey: string, exchange: string): AmqpMessage {
+export function amqpMessageOf(message: StoredMessage): AmqpMessage {
+  const exchange = message.exchange ?? 'amq.topic';
+  const routingKey = message.exchange === undefined ? swapSeparators(message.topic) : message.topic;
   const properties = message.properties ?? ((message.qos ?? 0) >= 1 ? persistentProperties : transientProperties);
   return { exchange, routingKey, body: message.payload, properties };
 }

@@ -61,6 +61,8 @@ export interface MqttClientLink {
   sendPubrel(packetId: number): void;
   /** A second CONNECT with this client id won [MQTT-3.1.4-2]: close the socket at once, without publishing the will. */
   takenOver(): void;
+  /** A queued message could not be read back from the log (a damaged segment): log it and close this connection; the message stays queued. */
+  readFailed(error: Error): void;
 }
 
 export interface MqttIncomingPublish {
@@ -157,6 +159,8 @@ export interface AmqpConsumer {
   deliver(delivery: QueueDelivery): void;
   /** The queue was deleted under the consumer: send basic.cancel to the client if it supports consumer_cancel_notify. */
   cancelledByBroker(): void;
+  /** A queued message could not be read back from the log (a damaged segment): close the connection with the error; the message stays queued. */
+  readFailed(error: Error): void;
 }
 
 export interface DeclareQueueResult {

@@ -19,6 +19,7 @@ import type { AmqpCore, MqttCore, Qos } from './api.js';
 import { AmqpCoreImpl } from './amqp-core.js';
 import { builtInExchanges, defaultExchange, ExchangeRuntime } from './amqp-exchange.js';
 import { amqpMessageOf, QueueRuntime } from './amqp-queue.js';
+import { MessageStore } from './message-store.js';
 import { Committer } from './committer.js';
 import type { IngestRoute } from './ingest.js';
 import { checkCoreLimits, defaultCoreLimits, type CoreLimits } from './limits.js';
@@ -71,6 +72,8 @@ export class Broker {
   /** $SYS retained values (MqttCore.publishSystem): this process's figures, never recorded. */
   readonly systemRetained = new Map<string, StoredMessage>();
   readonly limits: CoreLimits;
+  /** Where queued messages' bodies come from on delivery: the recent-message cache, else the log. */
+  readonly store: MessageStore;
   readonly ingestRoutes: readonly IngestRoute[];
   recovery: RecoveryReport | undefined = undefined;
   private readonly documentIds = new Map<string, number>();
@@ -89,15 +92,17 @@ export class Broker {
     this.committer = new Committer(log, state, clock, logger);
     this.committer.onCommitted = () => this.maybeSnapshot();
     const observer = options.observer ?? silentObserver;
-    const delivery = new SessionDelivery(this.committer, this.limits, observer);
-    const amqp = new AmqpCoreImpl({
-      committer: this.committer, limits: this.limits, delivery, observer, state, exchanges: this.exchanges, queues: this.queues,
+    const store = new MessageStore(log, this.limits.messageCacheBytes);
+    this.store = store;
+    const delivery = new SessionDelivery(this.committer, this.limits, observer, store);
+    const amqp: AmqpCoreImpl = new AmqpCoreImpl({
+      committer: this.committer, limits: this.limits, delivery, observer, store, state, exchanges: this.exchanges, queues: this.queues,
       dispatch: (queue) => amqp.dispatchQueue(queue),
       bridgeSessions: (topic) => this.subscriptions.match(topic),
     });
     this.amqp = amqp;
     this.mqtt = new MqttCoreImpl({
-      committer: this.committer, limits: this.limits, delivery, observer, state, sessions: this.sessions, subscriptions: this.subscriptions,
+      committer: this.committer, limits: this.limits, delivery, observer, store, state, sessions: this.sessions, subscriptions: this.subscriptions,
       ingestRoutes: this.ingestRoutes, clock, systemRetained: this.systemRetained,
       dispatch: (queue) => amqp.dispatchQueue(queue),
       bridgeQueues: (routingKey) => this.bridgeQueues(routingKey),
@@ -131,11 +136,8 @@ export class Broker {
     }
     for (const queueState of this.state.queues.values()) {
       const queue = new QueueRuntime(queueState.name, true, queueState.autoDelete, undefined, queueState);
-      for (const [seq, entry] of queueState.pending) {
-        const message = entry.message;
-        const exchange = message.exchange ?? 'amq.topic';
-        const routingKey = message.exchange === undefined ? swapSeparators(message.topic) : message.topic;
-        queue.push({ seq, message: amqpMessageOf(message, routingKey, exchange), durable: true, redelivered: entry.deliveries > 0 });
+      for (const entry of queueState.pending.entries()) {
+        queue.push(entry.seq, entry.lsn, entry.size, true, entry.deliveries > 0, entry.held === undefined ? undefined : amqpMessageOf(entry.held));
       }
       this.queues.set(queue.name, queue);
       this.exchanges.get(defaultExchange)!.bind(queue.name, queue.name);
@@ -171,6 +173,11 @@ export class Broker {
     const id = this.documentIds.get(collection) ?? this.state.collections.get(collection)?.nextId ?? 1;
     this.documentIds.set(collection, id + 1);
     return id;
+  }
+
+  /** The message a queued entry refers to (held, cached or read from the log), for tools and tests. */
+  messageOf(entry: { readonly lsn: number; readonly held: StoredMessage | undefined }): StoredMessage {
+    return entry.held ?? this.store.read(entry.lsn);
   }
 
   /** MQTT subscribers of a topic, for tools and tests. */
@@ -218,21 +225,11 @@ export class Broker {
 
 /**
  * Replay decodes payloads into shared pools (fast, few allocations); a payload
- * that outlives replay would pin its whole pool, so the survivors — only the
- * messages still queued and the retained values — get buffers of their own.
+ * that outlives replay would pin its whole pool, so the survivors — the
+ * retained values (queued messages are references, not payloads) — get
+ * buffers of their own.
  */
 function compactPayloads(state: BrokerState): void {
   const own = (bytes: Uint8Array): Uint8Array => (bytes.byteLength < bytes.buffer.byteLength ? bytes.slice() : bytes);
-  const seen = new Set<StoredMessage>();
-  const compact = (message: StoredMessage): void => {
-    if (seen.has(message)) return;
-    seen.add(message);
-    const mutable = message as { payload: Uint8Array; properties?: Uint8Array };
-    mutable.payload = own(message.payload);
-    if (message.properties) mutable.properties = own(message.properties);
-  };
-  for (const session of state.sessions.values()) for (const entry of session.pending.values()) compact(entry.message);
-  for (const queue of state.queues.values()) for (const entry of queue.pending.values()) compact(entry.message);
   for (const [topic, value] of state.retained) state.retained.set(topic, { ...value, payload: own(value.payload) });
 }
-

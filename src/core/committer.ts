@@ -64,6 +64,11 @@ export class Committer {
     return this.log.failed;
   }
 
+  /** The LSN the next committed record gets: deferred records go first, whatever the next commit is. */
+  get nextLsn(): number {
+    return this.log.nextLsn + (this.deferred?.records.length ?? 0);
+  }
+
   /** Append and apply; the promise resolves when the records are durable. */
   commit(records: readonly PendingRecord[]): Promise<void> {
     if (this.log.failed) return Promise.reject(this.failedError());

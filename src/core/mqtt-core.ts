@@ -131,6 +131,7 @@ class SessionHandle implements MqttSessionHandle {
     if (!this.live) return;
     const { state } = this.context;
     const retainedQueue: PendingRecord[] = [];
+    const retainedMessages: StoredMessage[] = [];
     for (const filter of filters) {
       const subscriptionQos = this.session.state.subscriptions.get(filter);
       if (subscriptionQos === undefined) continue;
@@ -150,13 +151,17 @@ class SessionHandle implements MqttSessionHandle {
           // A persistent session keeps retained QoS ≥ 1 deliveries like any other message, so they survive a crash too.
           const seq = this.session.state.nextSeq + retainedQueue.length;
           retainedQueue.push(record('msg', { t: retained.topic, p: retained.payload, qos: retained.qos, r: true, s: [[this.session.clientId, seq, qos]], from: '$retained' }));
+          retainedMessages.push(message);
         }
       }
     }
     if (retainedQueue.length > 0) {
-      const firstSeq = this.session.state.nextSeq;
-      this.context.committer.commitQuietly(retainedQueue);
-      for (let seq = firstSeq; seq < this.session.state.nextSeq; seq++) this.session.queueForSending(seq);
+      const { committer, store } = this.context;
+      // Records settled earlier in this tick go first; then these take the next LSNs, which the cache needs.
+      committer.flushSettled();
+      const firstLsn = committer.nextLsn;
+      retainedMessages.forEach((message, i) => store.remember({ ...message, lsn: firstLsn + i, from: '$retained' }));
+      committer.commitQuietly(retainedQueue);
     }
     this.context.delivery.pump(this.session);
   }

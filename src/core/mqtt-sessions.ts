@@ -16,11 +16,13 @@
  * messages never share an id; the pump still checks and waits if they would.
  */
 import { assert } from '../assert.js';
-import { enqueueForSession, removeFromSession, applyRel, applyRx2 } from '../projections/mqtt-sessions.js';
+import { enqueue, qosOf, removeFinished } from '../projections/destinations.js';
+import { applyRel, applyRx2 } from '../projections/mqtt-sessions.js';
 import { newSession, type SessionState, type StoredMessage } from '../projections/state.js';
 import type { MqttClientLink, MqttTopicReader, Qos } from './api.js';
 import { record, type Committer } from './committer.js';
 import type { CoreLimits } from './limits.js';
+import type { MessageStore } from './message-store.js';
 import type { BrokerObserver } from './observer.js';
 
 export function packetIdOf(seq: number): number {
@@ -35,9 +37,9 @@ export class SessionRuntime {
   generation = 0;
   /** Packet id → seq of QoS 1/2 messages sent on the current connection and not yet PUBACK'd/PUBREC'd. */
   readonly inflight = new Map<number, number>();
-  /** Seqs waiting to be sent, in order (may contain seqs already acked or dropped: skipped). */
-  private sendQueue: number[] = [];
-  private sendHead = 0;
+  /** The last seq the pump moved past: the next one to send is the first queued seq after it that is not in flight. */
+  private sendCursor: number | undefined = undefined;
+  private candidate: number | undefined = undefined;
   /** Inbound QoS 2: packet id → durability of the publish it stands for (so a duplicate's PUBREC waits too). */
   readonly rx2Durable = new Map<number, Promise<void> | undefined>();
 
@@ -57,30 +59,22 @@ export class SessionRuntime {
 
   /** Start over from the head of the queue: everything pending is (re)sent in seq order. */
   resetSendQueue(): void {
-    this.sendQueue = [...this.state.pending.keys()];
-    this.sendHead = 0;
+    this.sendCursor = undefined;
   }
 
-  queueForSending(seq: number): void {
-    // Offline, nothing is sent and start() rebuilds the queue from `pending`:
-    // pushing here would only grow this array without bound.
-    if (this.link === undefined) return;
-    this.sendQueue.push(seq);
-  }
-
+  /** The next queued seq to send (new messages join at the tail: seqs only grow), or undefined. */
   nextToSend(): number | undefined {
-    while (this.sendHead < this.sendQueue.length) {
-      const seq = this.sendQueue[this.sendHead]!;
-      if (this.state.pending.has(seq) && !this.isInflight(seq)) return seq;
-      this.sendHead++;
+    let seq = this.state.pending.nextSeqAfter(this.sendCursor);
+    while (seq !== undefined && this.isInflight(seq)) {
+      this.sendCursor = seq;
+      seq = this.state.pending.nextSeqAfter(seq);
     }
-    this.sendQueue = [];
-    this.sendHead = 0;
-    return undefined;
+    this.candidate = seq;
+    return seq;
   }
 
   consumeNext(): void {
-    this.sendHead++;
+    this.sendCursor = this.candidate;
   }
 
   private isInflight(seq: number): boolean {
@@ -94,6 +88,7 @@ export class SessionDelivery {
     private readonly committer: Committer,
     private readonly limits: CoreLimits,
     private readonly observer: BrokerObserver,
+    private readonly store: MessageStore,
   ) {}
 
   /** Send as much of the queue as the window allows. */
@@ -107,18 +102,25 @@ export class SessionDelivery {
       const packetId = packetIdOf(seq);
       if (session.inflight.has(packetId) || session.state.rel.has(packetId)) return; // id still in use: wait for its ack
       const entry = session.state.pending.get(seq)!;
+      let message: StoredMessage;
+      try {
+        message = entry.held ?? this.store.read(entry.lsn);
+      } catch (error) {
+        // A damaged segment under this message: it stays queued; this client's connection goes, the broker stays up.
+        link.readFailed(error instanceof Error ? error : new Error(String(error)));
+        return;
+      }
       session.consumeNext();
-      const message = entry.message;
       const topic = mqttTopicOf(message);
       if (session.reader?.mayRead(topic) === false) {
         this.dropUnreadable(session, seq);
         continue;
       }
       session.inflight.set(packetId, seq);
-      link.sendPublish({ topic, payload: message.payload, qos: entry.qos, retain: message.retain === true, dup: entry.deliveries > 0, packetId });
+      link.sendPublish({ topic, payload: message.payload, qos: qosOf(entry.flags), retain: message.retain === true, dup: entry.deliveries > 0, packetId });
       this.observer.messageOut('mqtt');
       if (session.persistent) this.committer.settleLater('deliver', session.destination, seq);
-      else entry.deliveries += 1;
+      else session.state.pending.markDelivered(seq);
     }
   }
 
@@ -130,31 +132,40 @@ export class SessionDelivery {
   private dropUnreadable(session: SessionRuntime, seq: number): void {
     const body = { c: session.clientId, s: [seq], why: 'acl' as const };
     if (session.persistent) this.committer.commitQuietly([record('drop', body)]);
-    else removeFromSession(session.state, body);
+    else removeFinished(session.state, body);
   }
 
-  /** Put a message in a session's queue (durably or not, as decided by the caller), dropping the oldest beyond the bound. */
+  /** Put a message in a clean session's queue, dropping the oldest beyond the bounds. */
   enqueueTransient(session: SessionRuntime, qos: 1 | 2, message: StoredMessage): void {
     assert(!session.persistent, 'persistent sessions are enqueued by msg records');
     const state = session.state;
-    if (state.pending.size >= this.limits.sessionQueueMessagesMax) {
-      const oldest = this.oldestDroppable(session);
-      if (oldest !== undefined) {
-        removeFromSession(state, { c: session.clientId, s: [oldest], why: 'bound' });
-        this.observer.drop('session', 1);
-      }
+    const dropped = this.oldestToDrop(session, message.payload.byteLength);
+    if (dropped.length > 0) {
+      removeFinished(state, { c: session.clientId, s: dropped, why: 'bound' });
+      this.observer.drop('session', dropped.length);
     }
-    const seq = state.nextSeq;
-    enqueueForSession(state, seq, qos, message);
-    session.queueForSending(seq);
+    enqueue(state, state.nextSeq, 0, message.payload.byteLength, qos, message);
   }
 
-  /** The oldest queued message that is not in flight (in-flight ones are the client's to finish). */
-  oldestDroppable(session: SessionRuntime): number | undefined {
-    for (const seq of session.state.pending.keys()) {
-      if (session.inflight.get(packetIdOf(seq)) !== seq) return seq;
+  /**
+   * The oldest queued messages to drop so that one more of `size` bytes fits the session's bounds
+   * (count and bytes). In-flight ones are the client's to finish and are never dropped.
+   */
+  oldestToDrop(session: SessionRuntime, size: number): number[] {
+    const pending = session.state.pending;
+    const { sessionQueueMessagesMax, sessionQueueBytesMax } = this.limits;
+    if (pending.size < sessionQueueMessagesMax && pending.bytes + size <= sessionQueueBytesMax) return [];
+    const dropped: number[] = [];
+    let count = pending.size;
+    let bytes = pending.bytes;
+    for (const entry of pending.entries()) {
+      if (count < sessionQueueMessagesMax && bytes + size <= sessionQueueBytesMax) break;
+      if (session.inflight.get(packetIdOf(entry.seq)) === entry.seq) continue;
+      dropped.push(entry.seq);
+      count--;
+      bytes -= entry.size;
     }
-    return undefined;
+    return dropped;
   }
 
   puback(session: SessionRuntime, packetId: number): void {

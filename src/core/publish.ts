@@ -17,10 +17,12 @@
  */
 import type { DocBody, MsgBody, RetainBody, Rx2Body } from '../projections/records.js';
 import type { StoredMessage } from '../projections/state.js';
-import type { Durable, Qos } from './api.js';
+import { EntryFlag } from '../projections/entry-queue.js';
+import type { AmqpMessage, Durable, Qos } from './api.js';
 import { amqpMessageOf, type QueueRuntime } from './amqp-queue.js';
 import { record, type Committer, type PendingRecord } from './committer.js';
 import type { CoreLimits } from './limits.js';
+import type { MessageStore } from './message-store.js';
 import type { BrokerObserver } from './observer.js';
 import { minQos, swapSeparators, type SessionDelivery, type SessionRuntime } from './mqtt-sessions.js';
 
@@ -47,6 +49,7 @@ export interface PublishContext {
   readonly limits: CoreLimits;
   readonly delivery: SessionDelivery;
   readonly observer: BrokerObserver;
+  readonly store: MessageStore;
   dispatch(queue: QueueRuntime): void;
 }
 
@@ -55,21 +58,28 @@ export function publish(context: PublishContext, routed: Publication): Durable {
   const records: PendingRecord[] = [];
   const durableSessions = planSessions(context, publication, records);
   const durableQueues = planQueues(context, publication, records);
-  const message = storedMessage(publication);
+  let lsn = 0;
+  const deferred = deferrable(publication);
   if (durableSessions.length > 0 || durableQueues.length > 0) {
+    // A commit appends the acks and deliveries settled earlier in this tick first: let them take their LSNs now.
+    if (!deferred) context.committer.flushSettled();
     const body: { -readonly [K in keyof MsgBody]: MsgBody[K] } = { t: publication.topic, p: publication.payload, from: publication.from };
     if (publication.exchange !== undefined) body.x = publication.exchange;
     if (publication.properties !== undefined) body.h = publication.properties;
     if (publication.exchange === undefined) body.qos = publication.qos;
     if (durableSessions.length > 0) body.s = durableSessions;
     if (durableQueues.length > 0) body.u = durableQueues.map(([queue, seq]) => [queue.name, seq] as const);
+    // Queues keep this LSN as their reference to the message: known now, before a deferred append.
+    lsn = context.committer.nextLsn + records.length;
     records.push(record('msg', body));
   }
   if (publication.retain) records.push(record('retain', publication.retain));
   if (publication.rx2) records.push(record('rx2', publication.rx2));
   for (const doc of publication.docs ?? []) records.push(record('doc', doc));
-  const durable = records.length === 0 ? undefined : deferrable(publication) ? context.committer.commitDeferred(records) : context.committer.commit(records);
-  deliverToSessions(context, publication, message, durableSessions);
+  const message = storedMessage(publication, lsn);
+  if (lsn !== 0) context.store.remember(message);
+  const durable = records.length === 0 ? undefined : deferred ? context.committer.commitDeferred(records) : context.committer.commit(records);
+  deliverToSessions(context, publication, message);
   deliverToQueues(context, publication, message, durableQueues);
   return durable;
 }
@@ -117,12 +127,10 @@ function planSessions(context: PublishContext, publication: Publication, records
   for (const [session, subscriptionQos] of publication.sessions) {
     const qos = minQos(publication.qos, subscriptionQos);
     if (qos === 0 || !session.persistent) continue;
-    if (session.state.pending.size >= context.limits.sessionQueueMessagesMax) {
-      const oldest = context.delivery.oldestDroppable(session);
-      if (oldest !== undefined) {
-        records.push(record('drop', { c: session.clientId, s: [oldest], why: 'bound' }));
-        context.observer.drop('session', 1);
-      }
+    const dropped = context.delivery.oldestToDrop(session, publication.payload.byteLength);
+    if (dropped.length > 0) {
+      records.push(record('drop', { c: session.clientId, s: dropped, why: 'bound' }));
+      context.observer.drop('session', dropped.length);
     }
     rows.push([session.clientId, session.state.nextSeq, qos]);
   }
@@ -131,52 +139,52 @@ function planSessions(context: PublishContext, publication: Publication, records
 
 function planQueues(context: PublishContext, publication: Publication, records: PendingRecord[]): Array<readonly [QueueRuntime, number]> {
   const rows: Array<readonly [QueueRuntime, number]> = [];
+  const { queueReadyMessagesMax, queueReadyBytesMax } = context.limits;
+  const size = publication.payload.byteLength;
   for (const queue of publication.queues) {
-    if (queue.readyCount >= context.limits.queueReadyMessagesMax) {
-      const oldest = queue.shift()!;
+    const dropped: number[] = [];
+    while (queue.readyCount > 0 && (queue.readyCount >= queueReadyMessagesMax || queue.readyBytes + size > queueReadyBytesMax)) {
+      const oldest = queue.ready.shift()!;
       queue.dropped++;
       context.observer.drop('queue', 1);
-      if (oldest.durable) records.push(record('drop', { q: queue.name, s: [oldest.seq], why: 'bound' }));
+      if ((oldest.flags & EntryFlag.durable) !== 0) dropped.push(oldest.seq);
     }
+    if (dropped.length > 0) records.push(record('drop', { q: queue.name, s: dropped, why: 'bound' }));
     if (queue.durable && publication.persistent) rows.push([queue, queue.takeSeq()]);
   }
   return rows;
 }
 
-function storedMessage(publication: Publication): StoredMessage {
-  const message: { -readonly [K in keyof StoredMessage]: StoredMessage[K] } = { lsn: 0, timestamp: 0, topic: publication.topic, payload: publication.payload, from: publication.from };
+function storedMessage(publication: Publication, lsn: number): StoredMessage {
+  const message: { -readonly [K in keyof StoredMessage]: StoredMessage[K] } = { lsn, timestamp: 0, topic: publication.topic, payload: publication.payload, from: publication.from };
   if (publication.exchange !== undefined) message.exchange = publication.exchange;
   if (publication.properties !== undefined) message.properties = publication.properties;
   if (publication.exchange === undefined) message.qos = publication.qos;
   return message;
 }
 
-function deliverToSessions(context: PublishContext, publication: Publication, message: StoredMessage, durableRows: readonly DurableSessionRow[]): void {
-  let durableIndex = 0;
+function deliverToSessions(context: PublishContext, publication: Publication, message: StoredMessage): void {
   for (const [session, subscriptionQos] of publication.sessions) {
     const qos = minQos(publication.qos, subscriptionQos);
     if (qos === 0) {
       context.delivery.sendDirect(session, message, false);
       continue;
     }
-    if (session.persistent) {
-      // The msg record has already put the entry into the session's (projected) queue.
-      session.queueForSending(durableRows[durableIndex++]![1]);
-    } else {
-      context.delivery.enqueueTransient(session, qos, message);
-    }
+    // A persistent session's entry came with the msg record (the pump finds it at the tail).
+    if (!session.persistent) context.delivery.enqueueTransient(session, qos, message);
     context.delivery.pump(session);
   }
 }
 
 function deliverToQueues(context: PublishContext, publication: Publication, message: StoredMessage, durableRows: ReadonlyArray<readonly [QueueRuntime, number]>): void {
+  if (publication.queues.length === 0) return;
   const durableSeq = new Map(durableRows);
-  const exchange = publication.exchange ?? 'amq.topic';
-  const routingKey = publication.exchange === undefined ? swapSeparators(publication.topic) : publication.topic;
-  const amqpMessage = amqpMessageOf(message, routingKey, exchange);
+  const size = publication.payload.byteLength;
+  let transient: AmqpMessage | undefined;
   for (const queue of publication.queues) {
     const seq = durableSeq.get(queue);
-    queue.push({ seq: seq ?? queue.takeSeq(), message: amqpMessage, durable: seq !== undefined, redelivered: false });
+    if (seq !== undefined) queue.push(seq, message.lsn, size, true, false);
+    else queue.push(queue.takeSeq(), 0, size, false, false, transient ??= amqpMessageOf(message));
     context.dispatch(queue);
   }
 }

@@ -10,12 +10,10 @@
  */
 import { assert } from '../assert.js';
 import { applyBind, applyExchange, applyQueue } from './amqp-topology.js';
-import { applyMsgToQueues, markQueueDelivered, removeFromQueue } from './amqp-queues.js';
 import { applyDoc } from './collections.js';
-import {
-  applyMsgToSessions, applyRel, applyRx2, applySession, applySub, applyUnsub, markSessionDelivered, removeFromSession,
-} from './mqtt-sessions.js';
-import { RecordKind, type AckBody, type BodyOf, type BrokerRecord, type DestinationRef, type MsgBody } from './records.js';
+import { applyMsgToDestinations, destinationOf, markDelivered, removeFinished } from './destinations.js';
+import { applyRel, applyRx2, applySession, applySub, applyUnsub } from './mqtt-sessions.js';
+import { RecordKind, type AckBody, type BodyOf, type BrokerRecord, type MsgBody } from './records.js';
 import { applyRetain } from './retained.js';
 import type { BrokerState, StoredMessage } from './state.js';
 
@@ -32,7 +30,7 @@ function applyBody(state: BrokerState, record: BrokerRecord): void {
     case RecordKind.session: return applySession(state, body as BodyOf['session']);
     case RecordKind.sub: return withSession(state, body as BodyOf['sub'], applySub);
     case RecordKind.unsub: return withSession(state, body as BodyOf['unsub'], applyUnsub);
-    case RecordKind.msg: return applyMsg(state, body as MsgBody, record);
+    case RecordKind.msg: return applyMsgToDestinations(state, body as MsgBody, record.lsn);
     case RecordKind.ack: return applyFinished(state, body as AckBody);
     case RecordKind.drop: return applyFinished(state, body as BodyOf['drop']);
     case RecordKind.deliver: return applyDeliver(state, body as BodyOf['deliver']);
@@ -64,32 +62,12 @@ export function storedMessageOf(body: MsgBody, lsn: number, timestamp: number): 
   return message;
 }
 
-function applyMsg(state: BrokerState, body: MsgBody, record: BrokerRecord): void {
-  const message = storedMessageOf(body, record.lsn, record.timestamp);
-  applyMsgToSessions(state, body, message);
-  applyMsgToQueues(state, body, message);
-}
-
 function applyFinished(state: BrokerState, body: AckBody | BodyOf['drop']): void {
-  if (isSessionRef(body)) {
-    const session = state.sessions.get(body.c);
-    if (session) removeFromSession(session, body);
-  } else {
-    const queue = state.queues.get(body.q);
-    if (queue) removeFromQueue(queue, body);
-  }
+  const destination = destinationOf(state, body);
+  if (destination) removeFinished(destination, body);
 }
 
 function applyDeliver(state: BrokerState, body: BodyOf['deliver']): void {
-  if (isSessionRef(body)) {
-    const session = state.sessions.get(body.c);
-    if (session) markSessionDelivered(session, body);
-  } else {
-    const queue = state.queues.get(body.q);
-    if (queue) markQueueDelivered(queue, body);
-  }
-}
-
-export function isSessionRef(ref: DestinationRef): ref is { readonly c: string } {
-  return 'c' in ref;
+  const destination = destinationOf(state, body);
+  if (destination) markDelivered(destination, body);
 }

@@ -24,17 +24,14 @@ export interface LogPin {
 /** The oldest live reference in the state (a queued message or a document), or undefined when there is none. */
 export function oldestLiveMessage(state: BrokerState): LogPin | undefined {
   let oldest: LogPin | undefined;
+  // An entry held in memory (from an old snapshot) needs no segment.
   for (const session of state.sessions.values()) {
-    for (const [seq, entry] of session.pending) {
-      if (oldest === undefined || entry.message.lsn < oldest.lsn) oldest = { lsn: entry.message.lsn, holder: { kind: 'session', client: session.clientId, seq } };
-      break;
-    }
+    const first = session.pending.first();
+    if (first && first.held === undefined && (oldest === undefined || first.lsn < oldest.lsn)) oldest = { lsn: first.lsn, holder: { kind: 'session', client: session.clientId, seq: first.seq } };
   }
   for (const queue of state.queues.values()) {
-    for (const [seq, entry] of queue.pending) {
-      if (oldest === undefined || entry.message.lsn < oldest.lsn) oldest = { lsn: entry.message.lsn, holder: { kind: 'queue', queue: queue.name, seq } };
-      break;
-    }
+    const first = queue.pending.first();
+    if (first && first.held === undefined && (oldest === undefined || first.lsn < oldest.lsn)) oldest = { lsn: first.lsn, holder: { kind: 'queue', queue: queue.name, seq: first.seq } };
   }
   for (const collection of state.collections.values()) {
     for (const [id, lsn] of collection.documents) {

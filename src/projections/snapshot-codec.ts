@@ -2,53 +2,51 @@
  * Broker state ⇄ a plain, MessagePack-friendly value, for snapshot files and
  * for comparing states in tests (two states are equal iff their encodings are).
  *
- * Layout (version 1): messages are written once, keyed by the LSN of their msg
- * record, and pending entries refer to them by LSN, so a payload shared by
- * many destinations stays shared after a restore. Map order is kept (seq
- * order for pending entries), so a restored state iterates like the original.
+ * Layout (version 2): a destination's entries are references — five columns
+ * (seq, LSN, size, deliveries, flags) written as the raw bytes of their typed
+ * arrays (little-endian, as every platform Node supports), so a snapshot
+ * costs O(entries) with no object per entry and holds no payload. Messages
+ * not in the log (held) are written inline. Map order is kept, so a restored
+ * state iterates like the original.
+ *
+ * Version 1 (Cairn 0.1: every queued message's payload inline) is still read:
+ * its messages become held entries, so nothing depends on segments that the
+ * old retention may have removed; the next snapshot is written as version 2.
  */
 import { decodeCollections, encodeCollections, type EncodedCollection } from './collections.js';
+import { EntryQueue } from './entry-queue.js';
 import { bindingKey } from './state.js';
 import type {
-  BindingState, BrokerState, ExchangeState, PendingEntry, QueueState, RetainedValue, SessionState, StoredMessage,
+  BindingState, BrokerState, DestinationState, ExchangeState, QueueState, RetainedValue, SessionState, StoredMessage,
 } from './state.js';
 
-export const snapshotFormatVersion = 1;
+export const snapshotFormatVersion = 2;
+const readableVersions = [1, 2];
 
-type PendingRow = [seq: number, lsn: number, qos: 1 | 2, deliveries: number];
+/** seqs (f64), lsns (f64), sizes (u32), deliveries (u32), flags (u8), held messages by seq. */
+type EncodedEntries = [Uint8Array, Uint8Array, Uint8Array, Uint8Array, Uint8Array, Array<[number, StoredMessage]>];
 
 export interface EncodedState {
   v: number;
   lastLsn: number;
   lastTimestamp: number;
-  messages: StoredMessage[];
-  sessions: Array<[string, Array<[string, 0 | 1 | 2]>, PendingRow[], number, number[], Array<[number, number]>, number]>;
+  sessions: Array<[string, Array<[string, 0 | 1 | 2]>, EncodedEntries, number, number[], Array<[number, number]>, number]>;
   retained: RetainedValue[];
   exchanges: ExchangeState[];
-  queues: Array<[string, boolean, PendingRow[], number, number]>;
+  queues: Array<[string, boolean, EncodedEntries, number, number]>;
   bindings: BindingState[];
   collections: EncodedCollection[];
 }
 
 export function encodeState(state: BrokerState): EncodedState {
-  const messages = new Map<number, StoredMessage>();
-  const rows = (pending: Map<number, PendingEntry>): PendingRow[] => {
-    const out: PendingRow[] = [];
-    for (const [seq, entry] of pending) {
-      messages.set(entry.message.lsn, entry.message);
-      out.push([seq, entry.message.lsn, entry.qos, entry.deliveries]);
-    }
-    return out;
-  };
   const sessions = [...state.sessions.values()].map((s) => [
-    s.clientId, [...s.subscriptions], rows(s.pending), s.nextSeq, [...s.rx2], [...s.rel], s.dropped,
+    s.clientId, [...s.subscriptions], encodeEntries(s), s.nextSeq, [...s.rx2], [...s.rel], s.dropped,
   ] as EncodedState['sessions'][number]);
-  const queues = [...state.queues.values()].map((q) => [q.name, q.autoDelete, rows(q.pending), q.nextSeq, q.dropped] as EncodedState['queues'][number]);
+  const queues = [...state.queues.values()].map((q) => [q.name, q.autoDelete, encodeEntries(q), q.nextSeq, q.dropped] as EncodedState['queues'][number]);
   return {
     v: snapshotFormatVersion,
     lastLsn: state.lastLsn,
     lastTimestamp: state.lastTimestamp,
-    messages: [...messages.values()].sort((a, b) => a.lsn - b.lsn).map((m) => ({ ...m, payload: toBytes(m.payload), ...(m.properties ? { properties: toBytes(m.properties) } : {}) })),
     sessions,
     retained: [...state.retained.values()].map((r) => ({ ...r, payload: toBytes(r.payload) })),
     exchanges: [...state.exchanges.values()].map((e) => ({ ...e })),
@@ -58,25 +56,52 @@ export function encodeState(state: BrokerState): EncodedState {
   };
 }
 
+function encodeEntries(destination: DestinationState): EncodedEntries {
+  const c = destination.pending.columns();
+  const held = [...destination.pending.heldEntries()].map(([seq, m]) => [seq, normalizedMessage(m)] as [number, StoredMessage]);
+  return [bytesOf(c.seqs), bytesOf(c.lsns), bytesOf(c.sizes), bytesOf(c.deliveries), bytesOf(c.flags), held];
+}
+
+function decodeEntries(encoded: EncodedEntries): EntryQueue<StoredMessage> {
+  const [seqBytes, lsnBytes, sizeBytes, deliveryBytes, flagBytes, held] = encoded;
+  const seqs = new Float64Array(aligned(seqBytes).buffer);
+  const lsns = new Float64Array(aligned(lsnBytes).buffer);
+  const sizes = new Uint32Array(aligned(sizeBytes).buffer);
+  const deliveries = new Uint32Array(aligned(deliveryBytes).buffer);
+  const flags = aligned(flagBytes);
+  if (![lsns.length, sizes.length, deliveries.length, flags.length].every((n) => n === seqs.length)) throw new Error('snapshot is inconsistent: entry columns differ in length');
+  const heldBySeq = new Map(held);
+  const queue = new EntryQueue<StoredMessage>();
+  for (let i = 0; i < seqs.length; i++) queue.insert(seqs[i]!, lsns[i]!, sizes[i]!, flags[i]!, heldBySeq.get(seqs[i]!), deliveries[i]!);
+  return queue;
+}
+
+/** Version 1 pending rows: [seq, lsn, qos, deliveries], their messages inline: held. */
+function decodeVersion1Entries(rows: Array<[number, number, 1 | 2, number]>, messages: Map<number, StoredMessage>): EntryQueue<StoredMessage> {
+  const queue = new EntryQueue<StoredMessage>();
+  for (const [seq, lsn, qos, deliveries] of rows) {
+    const message = messages.get(lsn);
+    if (!message) throw new Error(`snapshot is inconsistent: pending entry refers to missing message LSN ${lsn}`);
+    queue.insert(seq, lsn, message.payload.byteLength, qos === 2 ? 1 : 0, message, deliveries);
+  }
+  return queue;
+}
+
 export function decodeState(encoded: EncodedState): BrokerState {
-  if (encoded.v !== snapshotFormatVersion) throw new Error(`snapshot format version ${encoded.v} is not supported (this Cairn reads version ${snapshotFormatVersion})`);
-  const messages = new Map(encoded.messages.map((m) => [m.lsn, m]));
-  const pendingOf = (rows: PendingRow[]): Map<number, PendingEntry> => {
-    const pending = new Map<number, PendingEntry>();
-    for (const [seq, lsn, qos, deliveries] of rows) {
-      const message = messages.get(lsn);
-      if (!message) throw new Error(`snapshot is inconsistent: pending entry refers to missing message LSN ${lsn}`);
-      pending.set(seq, { message, qos, deliveries });
-    }
-    return pending;
-  };
+  if (!readableVersions.includes(encoded.v)) {
+    throw new Error(`snapshot format version ${encoded.v} is not supported (this Cairn reads versions ${readableVersions.join(' and ')}): written by a newer Cairn?`);
+  }
+  const version1 = encoded.v === 1 ? new Map((encoded as unknown as { messages: StoredMessage[] }).messages.map((m) => [m.lsn, m])) : undefined;
+  const entriesOf = (entries: unknown): EntryQueue<StoredMessage> => (version1 === undefined
+    ? decodeEntries(entries as EncodedEntries)
+    : decodeVersion1Entries(entries as Array<[number, number, 1 | 2, number]>, version1));
   const sessions = new Map<string, SessionState>();
-  for (const [clientId, subs, rows, nextSeq, rx2, rel, dropped] of encoded.sessions) {
-    sessions.set(clientId, { clientId, subscriptions: new Map(subs), pending: pendingOf(rows), nextSeq, rx2: new Set(rx2), rel: new Map(rel), dropped });
+  for (const [clientId, subs, entries, nextSeq, rx2, rel, dropped] of encoded.sessions) {
+    sessions.set(clientId, { clientId, subscriptions: new Map(subs), pending: entriesOf(entries), nextSeq, rx2: new Set(rx2), rel: new Map(rel), dropped });
   }
   const queues = new Map<string, QueueState>();
-  for (const [name, autoDelete, rows, nextSeq, dropped] of encoded.queues) {
-    queues.set(name, { name, autoDelete, pending: pendingOf(rows), nextSeq, dropped });
+  for (const [name, autoDelete, entries, nextSeq, dropped] of encoded.queues) {
+    queues.set(name, { name, autoDelete, pending: entriesOf(entries), nextSeq, dropped });
   }
   return {
     sessions,
@@ -88,6 +113,19 @@ export function decodeState(encoded: EncodedState): BrokerState {
     lastLsn: encoded.lastLsn,
     lastTimestamp: encoded.lastTimestamp,
   };
+}
+
+function normalizedMessage(message: StoredMessage): StoredMessage {
+  return { ...message, payload: toBytes(message.payload), ...(message.properties ? { properties: toBytes(message.properties) } : {}) };
+}
+
+function bytesOf(array: Float64Array | Uint32Array | Uint8Array): Uint8Array {
+  return new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
+}
+
+/** A copy at offset 0 of its own buffer: decoded binaries are views at any offset, typed arrays need alignment. */
+function aligned(bytes: Uint8Array): Uint8Array {
+  return bytes.slice();
 }
 
 /** Buffers and Uint8Arrays compare and encode alike once normalized. */

@@ -6,13 +6,14 @@
  * in them, document collections). Live connections, clean sessions, transient
  * queues and consumers belong to the broker's runtime, never to this state.
  *
- * Invariant: a PendingEntry's message object is shared by every destination
- * that holds it (the payload is stored once); maps keyed by seq are in
- * ascending seq order because seqs are allocated in increasing order and
- * entries are only ever appended or removed.
+ * Queued messages are references (entry-queue.ts): the LSN of their msg
+ * record and a few numbers, never the payload, which stays in the log and is
+ * read back on delivery. Within a destination, seq order is LSN order.
  */
+import { EntryQueue } from './entry-queue.js';
 import type { ExchangeType } from './records.js';
 
+/** A message as delivered: a msg record read back (or a transient message, never logged). */
 export interface StoredMessage {
   readonly lsn: number;
   readonly timestamp: number;
@@ -26,32 +27,27 @@ export interface StoredMessage {
   readonly retain?: boolean;
 }
 
-export interface PendingEntry {
-  readonly message: StoredMessage;
-  /** The QoS the message is delivered with (MQTT: min of publish and subscription QoS); 1 for AMQP. */
-  readonly qos: 1 | 2;
-  /** How many deliver records the log holds for it: > 0 means "may have been seen" (DUP / redelivered). */
-  deliveries: number;
+/** What MQTT sessions and AMQP queues have in common: one queue of references with drop-oldest bounds. */
+export interface DestinationState {
+  /** Entries by seq; a held message (not in the log) only for clean sessions and old snapshots. */
+  readonly pending: EntryQueue<StoredMessage>;
+  nextSeq: number;
+  /** Messages a bound (or an ACL) dropped, never a purge. */
+  dropped: number;
 }
 
-export interface SessionState {
+export interface SessionState extends DestinationState {
   readonly clientId: string;
   readonly subscriptions: Map<string, 0 | 1 | 2>;
-  readonly pending: Map<number, PendingEntry>;
-  nextSeq: number;
   /** Inbound QoS 2 packet ids whose PUBREL has not arrived yet. */
   readonly rx2: Set<number>;
   /** Outbound QoS 2: packet id → seq of messages PUBREC'd whose PUBCOMP is owed. */
   readonly rel: Map<number, number>;
-  dropped: number;
 }
 
-export interface QueueState {
+export interface QueueState extends DestinationState {
   readonly name: string;
   readonly autoDelete: boolean;
-  readonly pending: Map<number, PendingEntry>;
-  nextSeq: number;
-  dropped: number;
 }
 
 export interface ExchangeState {
@@ -112,9 +108,9 @@ export function bindingKey(exchange: string, queue: string, routingKey: string):
 }
 
 export function newSession(clientId: string): SessionState {
-  return { clientId, subscriptions: new Map(), pending: new Map(), nextSeq: 1, rx2: new Set(), rel: new Map(), dropped: 0 };
+  return { clientId, subscriptions: new Map(), pending: new EntryQueue(), nextSeq: 1, rx2: new Set(), rel: new Map(), dropped: 0 };
 }
 
 export function newQueue(name: string, autoDelete: boolean): QueueState {
-  return { name, autoDelete, pending: new Map(), nextSeq: 1, dropped: 0 };
+  return { name, autoDelete, pending: new EntryQueue(), nextSeq: 1, dropped: 0 };
 }

@@ -62,11 +62,11 @@ describe('core under SIGKILL', () => {
         const replayed = initialState();
         for (const r of log.read()) apply(replayed, r);
         if (!log.loadSnapshot()) expect(encodeState(broker.state)).toEqual(encodeState(replayed));
-        const queued = new Set([...broker.state.queues.get('work')!.pending.values()].map((e) => Number(Buffer.from(e.message.payload).toString())));
+        const queued = new Set([...broker.state.queues.get('work')!.pending.entries()].map((e) => Number(Buffer.from(broker.messageOf(e).payload).toString())));
         // Odd messages are never acked, so every confirmed odd one must be there; an even one may have been acked just before the kill.
         for (const i of confirmed) if (i % 2 === 1) expect(queued.has(i), `confirmed message ${i} lost`).toBe(true);
         for (const i of acked) expect(queued.has(i), `acked message ${i} came back`).toBe(false);
-        const pending = new Set([...broker.state.sessions.get('sub')!.pending.values()].map((e) => Number(Buffer.from(e.message.payload).toString())));
+        const pending = new Set([...broker.state.sessions.get('sub')!.pending.entries()].map((e) => Number(Buffer.from(broker.messageOf(e).payload).toString())));
         // The session queue is bounded at 4096 and drops the oldest: every PUBACKed message newer than the 4096 newest durable ones must be there.
         const newestDurable = Math.max(-1, ...pending);
         expect(newestDurable).toBeGreaterThanOrEqual(Math.max(-1, ...pubacked));

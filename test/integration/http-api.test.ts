@@ -20,6 +20,7 @@ class FakeLink implements MqttClientLink {
   sendPublish(publish: MqttOutgoingPublish): boolean { this.received.push(publish); return true; }
   sendPubrel(): void {}
   takenOver(): void {}
+  readFailed(error: Error): void { throw error; }
 }
 
 const articlePublishes: ReadonlyArray<readonly [string, string]> = [

@@ -131,7 +131,7 @@ describe('recover after retention removed the beginning of the log', () => {
     expect(broker.recovery!.recordsReplayed).toBe(lsn - usedSnapshot);
 
     // The recovered broker carries on: its next record is N+1, and it survives a restart.
-    const { session, durable } = broker.mqtt.connect('after-recovery', false, { sendPublish: () => true, sendPubrel: () => {}, takenOver: () => {} });
+    const { session, durable } = broker.mqtt.connect('after-recovery', false, { sendPublish: () => true, sendPubrel: () => {}, takenOver: () => {}, readFailed: (error) => { throw error; } });
     await durable;
     session.start();
     await broker.flush();

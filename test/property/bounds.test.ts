@@ -11,7 +11,7 @@ import { Broker } from '../../src/core/broker.js';
 import { MemoryLog } from '../../src/core/record-log.js';
 import { encodeState } from '../../src/projections/snapshot-codec.js';
 
-const noLink = { sendPublish: () => true, sendPubrel: () => undefined, takenOver: () => undefined };
+const noLink = { sendPublish: () => true, sendPubrel: () => undefined, takenOver: () => undefined, readFailed: (error: Error) => { throw error; } };
 const text = (bytes: Uint8Array): string => Buffer.from(bytes).toString();
 
 describe('bounds drop exactly the oldest', () => {
@@ -28,7 +28,7 @@ describe('bounds drop exactly the oldest', () => {
       await broker.flush();
       const session = broker.state.sessions.get('sub')!;
       const kept = Array.from({ length: Math.min(count, bound) }, (_, k) => String(count - Math.min(count, bound) + k));
-      expect([...session.pending.values()].map((e) => text(e.message.payload))).toEqual(kept);
+      expect([...session.pending.entries()].map((e) => text(broker.messageOf(e).payload))).toEqual(kept);
       expect(session.dropped).toBe(Math.max(0, count - bound));
       expect(encodeState(Broker.open({ log }).state)).toEqual(encodeState(broker.state));
     }), { numRuns: 60 });
@@ -45,7 +45,7 @@ describe('bounds drop exactly the oldest', () => {
       await broker.flush();
       const queue = broker.state.queues.get('q')!;
       const kept = Array.from({ length: Math.min(count, bound) }, (_, k) => String(count - Math.min(count, bound) + k));
-      expect([...queue.pending.values()].map((e) => text(e.message.payload))).toEqual(kept);
+      expect([...queue.pending.entries()].map((e) => text(broker.messageOf(e).payload))).toEqual(kept);
       expect(queue.dropped).toBe(Math.max(0, count - bound));
       const restarted = Broker.open({ log });
       expect(encodeState(restarted.state)).toEqual(encodeState(broker.state));

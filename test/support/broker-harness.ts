@@ -24,6 +24,7 @@ class FakeLink implements MqttClientLink {
   sendPublish(publish: MqttOutgoingPublish): boolean { this.received.push(publish); return true; }
   sendPubrel(packetId: number): void { this.pubrels.push(packetId); }
   takenOver(): void {}
+  readFailed(error: Error): void { throw error; }
 }
 
 class FakeConsumer implements AmqpConsumer {
@@ -32,6 +33,7 @@ class FakeConsumer implements AmqpConsumer {
   canAccept(): boolean { return this.prefetch === 0 || this.held.length < this.prefetch; }
   deliver(delivery: QueueDelivery): void { if (!this.noAck) this.held.push(delivery); }
   cancelledByBroker(): void { this.held.length = 0; }
+  readFailed(error: Error): void { throw error; }
 }
 
 const clients = ['c0', 'c1', 'c2'];

@@ -17,6 +17,7 @@ export class RecordingLink implements MqttClientLink {
   sendPublish(publish: MqttOutgoingPublish): boolean { this.received.push(publish); return true; }
   sendPubrel(packetId: number): void { this.pubrels.push(packetId); }
   takenOver(): void {}
+  readFailed(error: Error): void { throw error; }
 }
 
 export class HoldingConsumer implements AmqpConsumer {
@@ -25,6 +26,7 @@ export class HoldingConsumer implements AmqpConsumer {
   canAccept(): boolean { return this.prefetch === 0 || this.held.length < this.prefetch; }
   deliver(delivery: QueueDelivery): void { if (!this.noAck) this.held.push(delivery); }
   cancelledByBroker(): void { this.held.length = 0; }
+  readFailed(error: Error): void { throw error; }
 }
 
 export interface WorkloadOptions {

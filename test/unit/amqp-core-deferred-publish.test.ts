@@ -45,7 +45,7 @@ describe('deferred AMQP publishes', () => {
   it('append before any record made later in the tick: a delivery, another command', async () => {
     const { broker, log } = await brokerWithQueue();
     const deliveries: QueueDelivery[] = [];
-    const consumer: AmqpConsumer = { tag: 'c', noAck: false, canAccept: () => true, deliver: (delivery) => deliveries.push(delivery), cancelledByBroker: () => undefined };
+    const consumer: AmqpConsumer = { tag: 'c', noAck: false, canAccept: () => true, deliver: (delivery) => deliveries.push(delivery), cancelledByBroker: () => undefined, readFailed: (error: Error) => { throw error; } };
     broker.amqp.consume('q', consumer, { exclusive: false, owner: 'test' });
     const before = log.records.length;
     const published = publish(broker, 'a');

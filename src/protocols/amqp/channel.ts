@@ -273,6 +273,11 @@ export class AmqpChannel implements ConsumerChannel {
     process.nextTick(() => this.host.fail(error, this.number));
   }
 
+  /** A queued message could not be read from the log: this connection closes with 541 naming it; the message stays queued. */
+  consumerReadFailed(consumer: ChannelConsumer, error: Error): void {
+    this.deliveryFailed(consumer, error);
+  }
+
   /** basic.get-ok: a delivery no consumer owns, sent in reply order. */
   deliverGot(delivery: QueueDelivery, noAck: boolean, messageCount: number): void {
     const deliveryTag = this.nextDeliveryTag++;

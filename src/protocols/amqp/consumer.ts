@@ -14,6 +14,7 @@ export interface ConsumerChannel {
   canDeliverTo(consumer: ChannelConsumer): boolean;
   deliver(consumer: ChannelConsumer, delivery: QueueDelivery): void;
   consumerCancelledByBroker(consumer: ChannelConsumer): void;
+  consumerReadFailed(consumer: ChannelConsumer, error: Error): void;
 }
 
 export class ChannelConsumer implements AmqpConsumer {
@@ -41,5 +42,9 @@ export class ChannelConsumer implements AmqpConsumer {
 
   cancelledByBroker(): void {
     this.channel.consumerCancelledByBroker(this);
+  }
+
+  readFailed(error: Error): void {
+    this.channel.consumerReadFailed(this, error);
   }
 }

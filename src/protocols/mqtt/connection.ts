@@ -447,6 +447,12 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
     this.close('taken-over');
   }
 
+  /** A queued message could not be read from the log: close this connection (it stays queued; the broker stays up). */
+  readFailed(error: Error): void {
+    this.logger.error({ err: error }, 'MQTT closing connection: a queued message could not be read from the log');
+    this.close('broker-error');
+  }
+
   // ─────────────────────────── errors and closing ───────────────────────────
 
   /** The one place that turns an error into the wire reaction. Assertions are never caught. */

@@ -1,0 +1,73 @@
+/**
+ * Where a queued message's body comes from when it is delivered: queues hold
+ * references (the LSN of the msg record), and the body is read back from the
+ * log by LSN — one positioned read — unless the message is among the
+ * recently published ones kept here, so a consumer that keeps up never
+ * touches the disk.
+ *
+ * The cache is bounded by bytes and forgets the oldest first (publish order).
+ * Reads from the log are not cached: a consumer draining an old backlog reads
+ * each message once, and caching it would only push out the recent messages
+ * that live consumers are about to need.
+ */
+import { storedMessageOf } from '../projections/apply.js';
+import { RecordKind, type BrokerRecord, type MsgBody } from '../projections/records.js';
+import type { StoredMessage } from '../projections/state.js';
+
+/** A queued message's record could not be read (a damaged or missing segment): the message stays queued. */
+export class MessageReadError extends Error {
+  override readonly name = 'MessageReadError';
+  readonly code = 'EMESSAGEREAD';
+  constructor(readonly lsn: number, cause: unknown) {
+    super(`cannot read the queued message at LSN ${lsn}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+  }
+}
+
+/** Per cached message, beyond its payload and properties: the object, its strings and the map slot. */
+const cachedMessageOverheadBytes = 160;
+
+export class MessageStore {
+  private readonly recent = new Map<number, StoredMessage>();
+  private recentBytes = 0;
+
+  constructor(
+    private readonly log: { readRecord(lsn: number): BrokerRecord },
+    private readonly cacheBytesMax: number,
+  ) {}
+
+  /** Bytes the cache holds now (metrics). */
+  get cachedBytes(): number {
+    return this.recentBytes;
+  }
+
+  /** A message just published with this LSN: keep it for the consumers about to want it. */
+  remember(message: StoredMessage): void {
+    if (this.cacheBytesMax === 0 || this.recent.has(message.lsn)) return;
+    this.recent.set(message.lsn, message);
+    this.recentBytes += costOf(message);
+    while (this.recentBytes > this.cacheBytesMax) {
+      const oldest = this.recent.entries().next().value;
+      if (oldest === undefined) break;
+      this.recent.delete(oldest[0]);
+      this.recentBytes -= costOf(oldest[1]);
+    }
+  }
+
+  /** The message whose msg record has this LSN. Throws MessageReadError when the log cannot give it. */
+  read(lsn: number): StoredMessage {
+    const cached = this.recent.get(lsn);
+    if (cached !== undefined) return cached;
+    let record: BrokerRecord;
+    try {
+      record = this.log.readRecord(lsn);
+    } catch (error) {
+      throw new MessageReadError(lsn, error);
+    }
+    if (record.kind !== RecordKind.msg) throw new MessageReadError(lsn, new Error(`the record at LSN ${lsn} is not a message (kind ${record.kind})`));
+    return storedMessageOf(record.body as MsgBody, record.lsn, record.timestamp);
+  }
+}
+
+function costOf(message: StoredMessage): number {
+  return message.payload.byteLength + (message.properties?.byteLength ?? 0) + cachedMessageOverheadBytes;
+}

@@ -1,0 +1,72 @@
+/** EntryQueue against a model (a sorted Map): any sequence of inserts, removals, shifts and delivery marks. */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { EntryQueue } from '../../src/projections/entry-queue.js';
+import { announceSeed, testSeed } from '../support/kit.js';
+
+type Model = Map<number, { lsn: number; size: number; flags: number; deliveries: number; held: string | undefined }>;
+
+const operation = fc.oneof(
+  fc.record({ op: fc.constant('insert' as const), seq: fc.integer({ min: 1, max: 300 }), size: fc.integer({ min: 0, max: 5000 }), flags: fc.integer({ min: 0, max: 7 }), held: fc.boolean() }),
+  fc.record({ op: fc.constant('append' as const), size: fc.integer({ min: 0, max: 5000 }) }),
+  fc.record({ op: fc.constant('delete' as const), seq: fc.integer({ min: 1, max: 300 }) }),
+  fc.record({ op: fc.constant('shift' as const) }),
+  fc.record({ op: fc.constant('deliver' as const), seq: fc.integer({ min: 1, max: 300 }) }),
+);
+
+function sorted(model: Model): Array<[number, Model extends Map<number, infer V> ? V : never]> {
+  return [...model].sort((a, b) => a[0] - b[0]);
+}
+
+describe('EntryQueue', () => {
+  it('behaves like a sorted map of entries', () => {
+    announceSeed('entry-queue');
+    fc.assert(
+      fc.property(fc.array(operation, { maxLength: 400 }), (operations) => {
+        const queue = new EntryQueue<string>();
+        const model: Model = new Map();
+        let nextAppend = 1000;
+        for (const o of operations) {
+          if (o.op === 'insert') {
+            if (model.has(o.seq)) continue;
+            const held = o.held ? `m${o.seq}` : undefined;
+            queue.insert(o.seq, o.seq * 10, o.size, o.flags, held);
+            model.set(o.seq, { lsn: o.seq * 10, size: o.size, flags: o.flags, deliveries: 0, held });
+          } else if (o.op === 'append') {
+            const seq = nextAppend++;
+            queue.insert(seq, seq * 10, o.size, 0);
+            model.set(seq, { lsn: seq * 10, size: o.size, flags: 0, deliveries: 0, held: undefined });
+          } else if (o.op === 'delete') {
+            expect(queue.delete(o.seq)).toBe(model.delete(o.seq));
+          } else if (o.op === 'shift') {
+            const first = sorted(model)[0];
+            const shifted = queue.shift();
+            expect(shifted?.seq).toBe(first?.[0]);
+            if (first) {
+              expect(shifted?.held).toBe(first[1].held);
+              model.delete(first[0]);
+            }
+          } else {
+            const entry = model.get(o.seq);
+            expect(queue.markDelivered(o.seq)).toBe(entry !== undefined);
+            if (entry) entry.deliveries++;
+          }
+          expect(queue.size).toBe(model.size);
+          expect(queue.bytes).toBe([...model.values()].reduce((sum, e) => sum + e.size, 0));
+        }
+        const expected = sorted(model).map(([seq, e]) => ({ seq, ...e }));
+        expect([...queue.entries()]).toEqual(expected);
+        expect([...queue.keys()]).toEqual(expected.map((e) => e.seq));
+        expect(queue.first()?.seq).toBe(expected[0]?.seq);
+        const columns = queue.columns();
+        expect([...columns.seqs]).toEqual(expected.map((e) => e.seq));
+        expect([...columns.deliveries]).toEqual(expected.map((e) => e.deliveries));
+        // The cursor walks every live seq in order.
+        const walked: number[] = [];
+        for (let s = queue.nextSeqAfter(undefined); s !== undefined; s = queue.nextSeqAfter(s)) walked.push(s);
+        expect(walked).toEqual(expected.map((e) => e.seq));
+      }),
+      { seed: testSeed, numRuns: 300 },
+    );
+  });
+});
