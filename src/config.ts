@@ -31,6 +31,9 @@ export interface ServeConfig extends EdgeConfig {
   readonly archiveDir: string | undefined;
   readonly sessionQueueMessagesMax: number;
   readonly queueReadyMessagesMax: number;
+  readonly sessionQueueBytesMax: number;
+  readonly queueReadyBytesMax: number;
+  readonly messageCacheBytes: number;
   readonly mqttPacketBytesMax: number | undefined;
   /** Documents one HTTP collection query examines at most (HttpLimits.queryDocumentsExaminedMax). */
   readonly queryDocumentsExaminedMax: number;
@@ -67,6 +70,8 @@ const kinds = {
   retentionAge: durationKind,
   messages: countKind(1),
   documents: countKind(1),
+  queueBytes: sizeKind(1),
+  cacheBytes: sizeKind(0),
   packetBytes: sizeKind(64),
   logLevel: choiceKind(logLevels),
   logFormat: choiceKind(logFormats),
@@ -90,7 +95,10 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: 'retention-age', ...kinds.retentionAge, env: 'CAIRN_RETENTION_AGE', help: 'keep log younger than this for point-in-time recovery' },
   { name: 'archive', ...textKind('DIR'), env: 'CAIRN_ARCHIVE', help: 'move retired segments and snapshots here instead of deleting them' },
   { name: 'session-queue-max', ...kinds.messages, env: 'CAIRN_SESSION_QUEUE_MAX', fallback: '4096', help: 'messages an MQTT session may hold before the oldest is dropped' },
-  { name: 'queue-max', ...kinds.messages, env: 'CAIRN_QUEUE_MAX', fallback: '100000', help: 'ready messages an AMQP queue may hold before the oldest is dropped' },
+  { name: 'session-queue-max-bytes', ...kinds.queueBytes, env: 'CAIRN_SESSION_QUEUE_MAX_BYTES', fallback: '256MiB', help: 'payload bytes an MQTT session may hold before the oldest are dropped' },
+  { name: 'queue-max', ...kinds.messages, env: 'CAIRN_QUEUE_MAX', fallback: '10000000', help: 'ready messages an AMQP queue may hold before the oldest is dropped' },
+  { name: 'queue-max-bytes', ...kinds.queueBytes, env: 'CAIRN_QUEUE_MAX_BYTES', fallback: '4GiB', help: 'payload bytes of ready messages an AMQP queue may hold before the oldest are dropped' },
+  { name: 'message-cache', ...kinds.cacheBytes, env: 'CAIRN_MESSAGE_CACHE', fallback: '64MiB', help: 'recently published messages kept in memory, so consumers that keep up never read the disk (0: none)' },
   { name: 'query-documents-max', ...kinds.documents, env: 'CAIRN_QUERY_DOCUMENTS_MAX', fallback: '100000', help: 'documents one HTTP collection query reads at most; past it the answer says partial' },
   { name: 'mqtt-max-packet-bytes', ...kinds.packetBytes, env: 'CAIRN_MQTT_MAX_PACKET_BYTES', help: 'largest MQTT packet accepted' },
   { name: 'log-level', ...kinds.logLevel, env: 'CAIRN_LOG_LEVEL', fallback: 'info', help: 'least severe log level written' },
@@ -155,6 +163,9 @@ export function serveConfigOf(parsed: ParsedCommand): ServeConfig {
     archiveDir: get('archive'),
     sessionQueueMessagesMax: kinds.messages.convert(required('session-queue-max')),
     queueReadyMessagesMax: kinds.messages.convert(required('queue-max')),
+    sessionQueueBytesMax: kinds.queueBytes.convert(required('session-queue-max-bytes')),
+    queueReadyBytesMax: kinds.queueBytes.convert(required('queue-max-bytes')),
+    messageCacheBytes: kinds.cacheBytes.convert(required('message-cache')),
     mqttPacketBytesMax: optional('mqtt-max-packet-bytes', kinds.packetBytes),
     queryDocumentsExaminedMax: kinds.documents.convert(required('query-documents-max')),
     logLevel: kinds.logLevel.convert(required('log-level')),

@@ -100,7 +100,14 @@ export async function startCairn(config: ServeConfig, logger: Logger, internals:
       logger: logger.child({ component: 'core' }),
       observer: metrics,
       ingestRoutes: config.ingestRoutes,
-      limits: { snapshotEveryRecords: config.snapshotEveryRecords, sessionQueueMessagesMax: config.sessionQueueMessagesMax, queueReadyMessagesMax: config.queueReadyMessagesMax },
+      limits: {
+        snapshotEveryRecords: config.snapshotEveryRecords,
+        sessionQueueMessagesMax: config.sessionQueueMessagesMax,
+        sessionQueueBytesMax: config.sessionQueueBytesMax,
+        queueReadyMessagesMax: config.queueReadyMessagesMax,
+        queueReadyBytesMax: config.queueReadyBytesMax,
+        messageCacheBytes: config.messageCacheBytes,
+      },
     });
     stop.beforeLog(() => broker.flush());
     reportRecovery(broker, config, logger);

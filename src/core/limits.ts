@@ -23,9 +23,9 @@ export interface CoreLimits {
 
 export const defaultCoreLimits: CoreLimits = {
   sessionQueueMessagesMax: 4096,
-  sessionQueueBytesMax: Number.MAX_SAFE_INTEGER,
-  queueReadyMessagesMax: 100_000,
-  queueReadyBytesMax: Number.MAX_SAFE_INTEGER,
+  sessionQueueBytesMax: 256 * 1024 * 1024,
+  queueReadyMessagesMax: 10_000_000,
+  queueReadyBytesMax: 4 * 1024 * 1024 * 1024,
   messageCacheBytes: 64 * 1024 * 1024,
   sessionInflightMessagesMax: 1024,
   snapshotEveryRecords: 100_000,

@@ -31,7 +31,7 @@ export class MessageStore {
   private recentBytes = 0;
 
   constructor(
-    private readonly log: { readRecord(lsn: number): BrokerRecord },
+    private readonly log: { readRecord(lsn: number): BrokerRecord; readonly nextLsn: number },
     private readonly cacheBytesMax: number,
   ) {}
 
@@ -40,14 +40,18 @@ export class MessageStore {
     return this.recentBytes;
   }
 
-  /** A message just published with this LSN: keep it for the consumers about to want it. */
+  /**
+   * A message just published with this LSN: keep it for the consumers about to want it. A message
+   * whose record is not appended yet (a publish deferred to the end of the tick) is kept whatever
+   * the budget: until then the cache is the only place to read it from.
+   */
   remember(message: StoredMessage): void {
-    if (this.cacheBytesMax === 0 || this.recent.has(message.lsn)) return;
+    if (this.recent.has(message.lsn)) return;
     this.recent.set(message.lsn, message);
     this.recentBytes += costOf(message);
     while (this.recentBytes > this.cacheBytesMax) {
       const oldest = this.recent.entries().next().value;
-      if (oldest === undefined) break;
+      if (oldest === undefined || oldest[0] >= this.log.nextLsn) break;
       this.recent.delete(oldest[0]);
       this.recentBytes -= costOf(oldest[1]);
     }

@@ -123,9 +123,14 @@ function bytesOf(array: Float64Array | Uint32Array | Uint8Array): Uint8Array {
   return new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
 }
 
-/** A copy at offset 0 of its own buffer: decoded binaries are views at any offset, typed arrays need alignment. */
+/**
+ * A copy in a buffer of its own: decoded binaries are views at any offset (typed arrays need
+ * alignment), and may be Buffers, whose slice() is a view, not a copy.
+ */
 function aligned(bytes: Uint8Array): Uint8Array {
-  return bytes.slice();
+  const copy = new Uint8Array(bytes.byteLength);
+  copy.set(bytes);
+  return copy;
 }
 
 /** Buffers and Uint8Arrays compare and encode alike once normalized. */

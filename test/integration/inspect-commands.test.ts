@@ -144,7 +144,8 @@ describe('inspect state', () => {
     expect(out.lsn).toBe(midLsn);
     expect(out.snapshotLsn).toBe(snapshotLsn);
     expect(out.state).toEqual(toJsonValue(midState));
-    expect(out.summary.queues).toEqual([expect.objectContaining({ name: 'q1', depth: midState.queues[0]![2].length })]);
+    // Entry columns are raw f64 bytes: eight per seq.
+    expect(out.summary.queues).toEqual([expect.objectContaining({ name: 'q1', depth: midState.queues[0]![2][0].byteLength / 8 })]);
   });
 
   it('--at TIME picks the last record at or before it', async () => {
