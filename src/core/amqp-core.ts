@@ -220,6 +220,7 @@ export class AmqpCoreImpl implements AmqpCore {
     const ref = queue.ready.shift();
     if (!ref) return undefined;
     const durable = isDurableEntry(ref);
+    const held = ref.held !== undefined;
     let message = ref.held;
     if (message === undefined) {
       try {
@@ -229,7 +230,7 @@ export class AmqpCoreImpl implements AmqpCore {
         return error instanceof Error ? error : new Error(String(error));
       }
     }
-    return { seq: ref.seq, lsn: ref.lsn, size: ref.size, durable, redelivered: isRedeliveredEntry(ref), message };
+    return { seq: ref.seq, lsn: ref.lsn, size: ref.size, durable, redelivered: isRedeliveredEntry(ref), message, held };
   }
 
   connectionClosed(owner: string): void {

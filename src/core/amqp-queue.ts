@@ -26,6 +26,8 @@ export interface QueueEntry {
   readonly durable: boolean;
   redelivered: boolean;
   readonly message: AmqpMessage;
+  /** The message is not read from the log (transient, or from a format-1 snapshot): a requeue keeps it. */
+  readonly held: boolean;
 }
 
 export class QueueRuntime {
@@ -74,7 +76,7 @@ export class QueueRuntime {
 
   /** Back to its place by seq, flagged redelivered; a durable one is read from the log again when it is next delivered. */
   requeue(entry: QueueEntry): void {
-    this.push(entry.seq, entry.lsn, entry.size, entry.durable, true, entry.durable ? undefined : entry.message);
+    this.push(entry.seq, entry.lsn, entry.size, entry.durable, true, entry.held ? entry.message : undefined);
   }
 
   /** All ready entries, removed (purge). */
