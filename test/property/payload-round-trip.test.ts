@@ -116,7 +116,16 @@ describe('every delivered body is the published one', () => {
         expect([...published.keys()].filter((id) => !consumed.has(id))).toEqual([]);
         await log.close();
       }),
-      { seed: testSeed, numRuns: 25 },
+      {
+        seed: testSeed,
+        numRuns: 25,
+        // Old segments full of queued messages, then snapshots (with retention) and a restart: the pin must keep them.
+        examples: [[[
+          ...Array.from({ length: 12 }, () => ({ op: 'publish' as const, size: 1000, to: 'queue' as const })),
+          ...Array.from({ length: 4 }, () => ({ op: 'publish' as const, size: 1000, to: 'session' as const })),
+          { op: 'snapshot' as const }, { op: 'publish' as const, size: 10, to: 'queue' as const }, { op: 'snapshot' as const }, { op: 'restart' as const },
+        ], 0]],
+      },
     );
   }, 120_000);
 });
