@@ -52,4 +52,33 @@ describe('bounds drop exactly the oldest', () => {
       expect(restarted.queues.get('q')!.readyCount).toBe(kept.length);
     }), { numRuns: 60 });
   });
+
+  it('bounds in bytes: the session and the queue keep the newest messages that fit, dropping the oldest', async () => {
+    await fc.assert(fc.asyncProperty(fc.integer({ min: 1, max: 400 }), fc.array(fc.integer({ min: 0, max: 150 }), { maxLength: 30 }), async (bytesMax, sizes) => {
+      const log = new MemoryLog();
+      const broker = Broker.open({ log, limits: { sessionQueueBytesMax: bytesMax, queueReadyBytesMax: bytesMax } });
+      await broker.amqp.declareQueue('q', { passive: false, durable: true, exclusive: false, autoDelete: false, arguments: {}, owner: 'o' }).durable;
+      const sub = broker.mqtt.connect('sub', false, noLink);
+      await sub.durable;
+      await sub.session.subscribe([{ filter: 't', qos: 1 }]).durable;
+      sub.session.detach();
+      const pub = broker.mqtt.connect('pub', true, noLink).session;
+      // The model: before each message, drop the oldest while the new one would not fit.
+      const model: Array<{ id: number; size: number }> = [];
+      for (const [id, size] of sizes.entries()) {
+        while (model.length > 0 && model.reduce((sum, m) => sum + m.size, 0) + size > bytesMax) model.shift();
+        model.push({ id, size });
+        const body = Buffer.alloc(size, id);
+        await broker.amqp.publish({ exchange: '', routingKey: 'q', body, properties: new Uint8Array([0x10, 0, 2]) }, { persistent: true, from: 'p' }).durable;
+        await pub.publish({ topic: 't', payload: body, qos: 1, retain: false, packetId: id + 1 }).durable;
+      }
+      await broker.flush();
+      const sizesOf = (entries: Iterable<{ size: number }>): number[] => [...entries].map((e) => e.size);
+      expect(sizesOf(broker.state.queues.get('q')!.pending.entries())).toEqual(model.map((m) => m.size));
+      expect(sizesOf(broker.state.sessions.get('sub')!.pending.entries())).toEqual(model.map((m) => m.size));
+      expect(broker.state.queues.get('q')!.dropped).toBe(sizes.length - model.length);
+      expect(broker.state.sessions.get('sub')!.dropped).toBe(sizes.length - model.length);
+      expect(encodeState(Broker.open({ log }).state)).toEqual(encodeState(broker.state));
+    }), { numRuns: 60 });
+  });
 });
