@@ -7,18 +7,24 @@
  * each record's LSN, timestamp, kind and body (the log assigns LSNs
  * consecutively, and we check it assigned the same ones). When the source
  * still starts at LSN 1 the copy starts there. When retention removed the
- * beginning, the newest valid snapshot S <= N is written into NEWDIR with an
- * empty segment starting at S+1 (what retention itself leaves behind), and
- * records S+1..N follow — start-up then loads S and replays the rest.
+ * beginning, the newest valid snapshot S <= N is the base: the records from
+ * the oldest message still queued in S (queues hold references into the log,
+ * and retention keeps those segments) — or from S+1 when nothing is queued —
+ * up to N are copied, then S is written into NEWDIR. Start-up loads S,
+ * replays the rest, and reads queued messages from the copied segments.
  */
 import * as fs from 'node:fs';
 import { join, resolve } from 'node:path';
-import { nodeFileSystem } from '../log/file-system.js';
+import { fsyncDirectory, nodeFileSystem } from '../log/file-system.js';
 import { checkNotLocked, isLockFileName, lockDataDirectory } from '../log/directory-lock.js';
 import { LogError, SegmentedLog, type AppendRecord } from '../log/index.js';
 import { createSegment } from '../log/segment.js';
-import { writeSnapshotFile } from '../log/snapshot.js';
+import { snapshotFileName, writeSnapshotFile } from '../log/snapshot.js';
 import { lsnFlag, parseLsn, parseTime, requiredString, timeFlag, UsageError, type CommandSpec, type ParsedFlags } from './args.js';
+import { decode, encode } from '@msgpack/msgpack';
+import { oldestLiveMessage } from '../projections/pins.js';
+import { decodeState, encodeState, type EncodedState } from '../projections/snapshot-codec.js';
+import { initialState } from '../projections/state.js';
 import { isoTime } from './format.js';
 import { writeLines } from './output.js';
 import { replayBase, resolvePoint } from './project.js';
@@ -57,12 +63,24 @@ export async function runRecoverCommand(flags: ParsedFlags, io: InspectIo): Prom
   // Held while NEWDIR is written: a broker started on it meanwhile would append to a half-made log.
   const lock = lockDataDirectory(toDir, 'cairn recover');
   let copied: Awaited<ReturnType<typeof copyRecords>>;
+  let copyFrom = base.snapshotLsn + 1;
   try {
     if (base.data !== undefined) {
-      await writeSnapshotFile(nodeFileSystem, toDir, base.snapshotLsn, base.data);
-      fs.closeSync(await createSegment(nodeFileSystem, toDir, base.snapshotLsn + 1));
+      const pinned = oldestLiveMessage(decodeState(decode(base.data) as EncodedState))?.lsn;
+      if (pinned !== undefined && pinned < copyFrom) copyFrom = pinned;
+      fs.closeSync(await createSegment(nodeFileSystem, toDir, copyFrom));
+      // The log opens only on a snapshot at or after its start: while the pinned records are copied, a
+      // placeholder (an empty state at copyFrom - 1) stands in for S, which would lie beyond the log's end.
+      if (copyFrom <= base.snapshotLsn) await writeSnapshotFile(nodeFileSystem, toDir, copyFrom - 1, encode(encodeState({ ...initialState(), lastLsn: copyFrom - 1 })));
     }
-    copied = await copyRecords(source.reader, toDir, base.snapshotLsn, target, io);
+    copied = await copyRecords(source.reader, toDir, copyFrom - 1, target, io);
+    if (base.data !== undefined) {
+      await writeSnapshotFile(nodeFileSystem, toDir, base.snapshotLsn, base.data);
+      if (copyFrom <= base.snapshotLsn) {
+        fs.unlinkSync(join(toDir, snapshotFileName(copyFrom - 1)));
+        await fsyncDirectory(nodeFileSystem, toDir);
+      }
+    }
   } catch (error) {
     // A half-made directory must not pass for a recovered one: remove what this run made (the lock first).
     lock.release();
@@ -74,7 +92,7 @@ export async function runRecoverCommand(flags: ParsedFlags, io: InspectIo): Prom
   } finally {
     lock.release();
   }
-  const from = base.snapshotLsn > 0 ? `snapshot at LSN ${base.snapshotLsn} + records ${base.snapshotLsn + 1}..${target}` : `records 1..${target}`;
+  const from = base.snapshotLsn > 0 ? `snapshot at LSN ${base.snapshotLsn} + records ${copyFrom}..${target}` : `records 1..${target}`;
   await writeLines(io.stdout, [`recovered ${toDir}: state right after LSN ${target}${copied.lastTimestamp === undefined ? '' : ` (${isoTime(copied.lastTimestamp)})`} from ${from} (${copied.records} record(s) copied); ${fromDir} was not modified`]);
   return 0;
 }

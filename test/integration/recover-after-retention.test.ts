@@ -1,7 +1,7 @@
 /**
  * `cairn recover` on a data directory whose beginning retention has removed:
- * the snapshot path (newest usable snapshot S <= N, an empty segment at S+1,
- * records S+1..N copied). The recovered directory opens to the state the live
+ * the snapshot path (newest usable snapshot S <= N; records from the oldest
+ * message still queued in S — or from S+1 — up to N copied). The recovered directory opens to the state the live
  * broker had at N, the source is not touched, appends carry on at N+1, and a
  * point before the retained history is refused naming the available range.
  */
@@ -114,21 +114,28 @@ describe('recover after retention removed the beginning of the log', () => {
     const usedSnapshot = Math.max(...snapshots.filter((s) => s <= lsn && s + 1 >= firstLsn));
     expect(usedSnapshot).toBeGreaterThanOrEqual(snapshotLsn);
     expect(r.out).toContain(`state right after LSN ${lsn}`);
-    expect(r.out).toContain(`from snapshot at LSN ${usedSnapshot} + records ${usedSnapshot + 1}..${lsn} (${lsn - usedSnapshot} record(s) copied)`);
     expect(listing(dir)).toEqual(before);
 
-    // What recover leaves is what retention leaves: the snapshot and segments starting right after it.
+    // What recover leaves is what retention leaves: the snapshot, and segments from the oldest message
+    // still queued in it (queues hold references into the log), or right after it when nothing is queued.
     expect(fs.readdirSync(target).filter((f) => f.endsWith('.snap'))).toEqual([`${String(usedSnapshot).padStart(20, '0')}.snap`]);
     const segments = fs.readdirSync(target).filter((f) => f.endsWith('.seg')).sort();
-    expect(lsnOf(segments[0]!)).toBe(usedSnapshot + 1);
+    const copyFrom = lsnOf(segments[0]!);
+    expect(copyFrom).toBeLessThanOrEqual(usedSnapshot + 1);
+    expect(r.out).toContain(`from snapshot at LSN ${usedSnapshot} + records ${copyFrom}..${lsn} (${lsn - copyFrom + 1} record(s) copied)`);
 
     let log = await SegmentedLog.open({ dir: target });
-    expect(log.firstLsn).toBe(usedSnapshot + 1);
+    expect(log.firstLsn).toBe(copyFrom);
     expect(log.nextLsn).toBe(lsn + 1);
     let broker = Broker.open({ log });
     expect(encodeState(broker.state)).toEqual(point.state);
     expect(broker.recovery!.snapshotLsn).toBe(usedSnapshot);
     expect(broker.recovery!.recordsReplayed).toBe(lsn - usedSnapshot);
+    // Every queued message can be read back from the recovered directory.
+    const queued = [...broker.state.sessions.values(), ...broker.state.queues.values()].flatMap((d) => [...d.pending.entries()]);
+    expect(queued.length).toBeGreaterThan(0);
+    for (const entry of queued) expect(broker.messageOf(entry).lsn).toBe(entry.lsn);
+    if (copyFrom < usedSnapshot + 1) expect(Math.min(...queued.map((e) => e.lsn))).toBeLessThanOrEqual(usedSnapshot);
 
     // The recovered broker carries on: its next record is N+1, and it survives a restart.
     const { session, durable } = broker.mqtt.connect('after-recovery', false, { sendPublish: () => true, sendPubrel: () => {}, takenOver: () => {}, readFailed: (error) => { throw error; } });
@@ -156,13 +163,18 @@ describe('recover after retention removed the beginning of the log', () => {
     const target = join(root, 'recovered-at-snapshot');
     const r = await recover('--from', dir, '--to', target, '--lsn', String(s));
     expect(r.code).toBe(0);
-    expect(r.out).toContain(`from snapshot at LSN ${s} + records ${s + 1}..${s} (0 record(s) copied)`);
+    // Only the records that queued messages still refer to are copied (none when nothing is queued).
+    const copyFrom = lsnOf(fs.readdirSync(target).filter((f) => f.endsWith('.seg')).sort()[0]!);
+    expect(r.out).toContain(`from snapshot at LSN ${s} + records ${copyFrom}..${s} (${s - copyFrom + 1} record(s) copied)`);
     const log = await SegmentedLog.open({ dir: target });
     expect(log.nextLsn).toBe(s + 1);
     const broker = Broker.open({ log });
     expect(broker.state.lastLsn).toBe(s);
     expect(broker.recovery!.recordsReplayed).toBe(0);
     if (snapshotLsn !== undefined) expect(encodeState(broker.state)).toEqual(points.get(snapshotLsn)!.state);
+    for (const d of [...broker.state.sessions.values(), ...broker.state.queues.values()]) {
+      for (const entry of d.pending.entries()) expect(broker.messageOf(entry).lsn).toBe(entry.lsn);
+    }
     await log.close();
     expect(listing(dir)).toEqual(before);
   });
