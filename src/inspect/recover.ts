@@ -87,7 +87,7 @@ export async function runRecoverCommand(flags: ParsedFlags, io: InspectIo): Prom
     removeWhatWasMade(toDir, created);
     const why = error instanceof Error ? error.message : String(error);
     const removed = created !== undefined ? `${created} was removed` : `what was written into ${toDir} was removed`;
-    if (error instanceof LogError) throw new LogError(error.code, `cannot recover to LSN ${target} (it needs LSN ${base.snapshotLsn + 1}..${target}): ${why}; ${removed}`, { cause: error });
+    if (error instanceof LogError) throw new LogError(error.code, `cannot recover to LSN ${target} (it needs LSN ${copyFrom}..${target}): ${why}; ${removed}`, { cause: error });
     throw error;
   } finally {
     lock.release();
