@@ -32,6 +32,7 @@ class QuietLink implements MqttClientLink {
   sendPublish(_publish: MqttOutgoingPublish): boolean { return true; }
   sendPubrel(): void {}
   takenOver(): void {}
+  readFailed(error: Error): void { throw error; }
 }
 
 async function ingest(broker: Broker): Promise<void> {

@@ -29,6 +29,7 @@ class QuietLink implements MqttClientLink {
   sendPublish(_publish: MqttOutgoingPublish): boolean { return true; }
   sendPubrel(): void {}
   takenOver(): void {}
+  readFailed(error: Error): void { throw error; }
 }
 
 async function publishAll(broker: Broker, topics: readonly string[], payloadOf: (index: number) => string): Promise<void> {
