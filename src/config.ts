@@ -98,7 +98,7 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: 'session-queue-max-bytes', ...kinds.queueBytes, env: 'CAIRN_SESSION_QUEUE_MAX_BYTES', fallback: '256MiB', help: 'payload bytes an MQTT session may hold before the oldest are dropped' },
   { name: 'queue-max', ...kinds.messages, env: 'CAIRN_QUEUE_MAX', fallback: '10000000', help: 'ready messages an AMQP queue may hold before the oldest is dropped' },
   { name: 'queue-max-bytes', ...kinds.queueBytes, env: 'CAIRN_QUEUE_MAX_BYTES', fallback: '4GiB', help: 'payload bytes of ready messages an AMQP queue may hold before the oldest are dropped' },
-  { name: 'message-cache', ...kinds.cacheBytes, env: 'CAIRN_MESSAGE_CACHE', fallback: '64MiB', help: 'recently published messages kept in memory, so consumers that keep up never read the disk (0: none)' },
+  { name: 'message-cache', ...kinds.cacheBytes, env: 'CAIRN_MESSAGE_CACHE', fallback: '16MiB', help: 'recently published messages kept in memory, so consumers that keep up never read the disk (0: none)' },
   { name: 'query-documents-max', ...kinds.documents, env: 'CAIRN_QUERY_DOCUMENTS_MAX', fallback: '100000', help: 'documents one HTTP collection query reads at most; past it the answer says partial' },
   { name: 'mqtt-max-packet-bytes', ...kinds.packetBytes, env: 'CAIRN_MQTT_MAX_PACKET_BYTES', help: 'largest MQTT packet accepted' },
   { name: 'log-level', ...kinds.logLevel, env: 'CAIRN_LOG_LEVEL', fallback: 'info', help: 'least severe log level written' },

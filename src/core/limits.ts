@@ -26,7 +26,7 @@ export const defaultCoreLimits: CoreLimits = {
   sessionQueueBytesMax: 256 * 1024 * 1024,
   queueReadyMessagesMax: 10_000_000,
   queueReadyBytesMax: 4 * 1024 * 1024 * 1024,
-  messageCacheBytes: 64 * 1024 * 1024,
+  messageCacheBytes: 16 * 1024 * 1024,
   sessionInflightMessagesMax: 1024,
   snapshotEveryRecords: 100_000,
 };
