@@ -27,7 +27,15 @@ export class MessageReadError extends Error {
 const cachedMessageOverheadBytes = 160;
 
 export class MessageStore {
-  private readonly recent = new Map<number, StoredMessage>();
+  /**
+   * The cache: a window over the LSNs from `firstLsn` on, slot i holding the message of LSN
+   * firstLsn + head + i (or nothing: most LSNs are other records). A window rather than a Map: the
+   * LSNs only grow, and a Map that sees a delete per publish spends its time on rehashing and on
+   * walking tombstones to find its oldest key.
+   */
+  private slots: Array<StoredMessage | undefined> = [];
+  private head = 0;
+  private firstLsn = 0;
   private recentBytes = 0;
 
   constructor(
@@ -46,21 +54,40 @@ export class MessageStore {
    * the budget: until then the cache is the only place to read it from.
    */
   remember(message: StoredMessage): void {
-    if (this.recent.has(message.lsn)) return;
-    this.recent.set(message.lsn, message);
+    const lsn = message.lsn;
+    if (this.head === this.slots.length) {
+      this.slots = [];
+      this.head = 0;
+      this.firstLsn = lsn;
+    }
+    const index = lsn - this.firstLsn;
+    if (index < this.head || this.slots[index] !== undefined) return;
+    while (this.slots.length < index) this.slots.push(undefined);
+    this.slots[index] = message;
     this.recentBytes += costOf(message);
-    while (this.recentBytes > this.cacheBytesMax) {
-      const oldest = this.recent.entries().next().value;
-      if (oldest === undefined || oldest[0] >= this.log.nextLsn) break;
-      this.recent.delete(oldest[0]);
-      this.recentBytes -= costOf(oldest[1]);
+    while (this.recentBytes > this.cacheBytesMax && this.head < this.slots.length) {
+      const oldest = this.slots[this.head];
+      if (oldest !== undefined) {
+        if (oldest.lsn >= this.log.nextLsn) break;
+        this.recentBytes -= costOf(oldest);
+        this.slots[this.head] = undefined;
+      }
+      this.head++;
+    }
+    if (this.head > 4096 && this.head * 2 > this.slots.length) {
+      this.slots = this.slots.slice(this.head);
+      this.firstLsn += this.head;
+      this.head = 0;
     }
   }
 
   /** The message whose msg record has this LSN. Throws MessageReadError when the log cannot give it. */
   read(lsn: number): StoredMessage {
-    const cached = this.recent.get(lsn);
-    if (cached !== undefined) return cached;
+    const index = lsn - this.firstLsn;
+    if (index >= this.head && index < this.slots.length) {
+      const cached = this.slots[index];
+      if (cached !== undefined) return cached;
+    }
     let record: BrokerRecord;
     try {
       record = this.log.readRecord(lsn);
