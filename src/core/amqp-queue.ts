@@ -32,7 +32,7 @@ export interface QueueEntry {
 
 export class QueueRuntime {
   /** Ready entries in ascending seq order; transient ones hold their message. */
-  readonly ready = new EntryQueue<AmqpMessage>();
+  ready = new EntryQueue<AmqpMessage>();
   readonly unacked = new Map<number, QueueEntry>();
   readonly consumers: AmqpConsumer[] = [];
   private nextConsumer = 0;
@@ -72,6 +72,19 @@ export class QueueRuntime {
   /** A durable entry is its LSN; a transient one holds its message. */
   push(seq: number, lsn: number, size: number, durable: boolean, redelivered: boolean, held?: AmqpMessage): void {
     this.ready.insert(seq, lsn, size, (durable ? EntryFlag.durable : 0) | (redelivered ? EntryFlag.redelivered : 0), held);
+  }
+
+  /**
+   * At start-up: every message of the durable queue's projection is ready, in seq order, built
+   * column by column (a million inserts would cost a good part of the restart).
+   */
+  loadRecovered(state: QueueState, heldMessage: (message: StoredMessage) => AmqpMessage): void {
+    const columns = state.pending.columns();
+    const flags = new Uint8Array(columns.flags.length);
+    for (let i = 0; i < flags.length; i++) flags[i] = EntryFlag.durable | (columns.deliveries[i]! > 0 ? EntryFlag.redelivered : 0);
+    const held = new Map<number, AmqpMessage>();
+    for (const [seq, message] of state.pending.heldEntries()) held.set(seq, heldMessage(message));
+    this.ready = EntryQueue.fromColumns({ ...columns, flags }, held);
   }
 
   /** Back to its place by seq, flagged redelivered; a durable one is read from the log again when it is next delivered. */

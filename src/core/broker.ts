@@ -136,9 +136,7 @@ export class Broker {
     }
     for (const queueState of this.state.queues.values()) {
       const queue = new QueueRuntime(queueState.name, true, queueState.autoDelete, undefined, queueState);
-      for (const entry of queueState.pending.entries()) {
-        queue.push(entry.seq, entry.lsn, entry.size, true, entry.deliveries > 0, entry.held === undefined ? undefined : amqpMessageOf(entry.held));
-      }
+      queue.loadRecovered(queueState, amqpMessageOf);
       this.queues.set(queue.name, queue);
       this.exchanges.get(defaultExchange)!.bind(queue.name, queue.name);
     }

@@ -43,12 +43,43 @@ export interface EntryView<M> {
 
 const initialCapacity = 8;
 
+/** The five columns of a queue's live entries, in seq order (snapshots, and a queue's runtime copy at start-up). */
+export interface EntryColumns {
+  readonly seqs: Float64Array;
+  readonly lsns: Float64Array;
+  readonly sizes: Uint32Array;
+  readonly deliveries: Uint32Array;
+  readonly flags: Uint8Array;
+}
+
 export class EntryQueue<M = never> {
-  private seqs = new Float64Array(initialCapacity);
-  private lsns = new Float64Array(initialCapacity);
-  private sizes = new Uint32Array(initialCapacity);
-  private deliveryCounts = new Uint32Array(initialCapacity);
-  private flagBits = new Uint8Array(initialCapacity);
+  /** A queue holding these entries (ascending, distinct seqs; the arrays are taken, not copied): no insert per entry. */
+  static fromColumns<M>(columns: EntryColumns, held?: ReadonlyMap<number, M>): EntryQueue<M> {
+    const { seqs, lsns, sizes, deliveries, flags } = columns;
+    assert([lsns.length, sizes.length, deliveries.length, flags.length].every((n) => n === seqs.length), 'entry columns differ in length');
+    for (let i = 1; i < seqs.length; i++) assert(seqs[i - 1]! < seqs[i]!, 'entry columns are not in ascending seq order');
+    const queue = new EntryQueue<M>();
+    if (seqs.length === 0) return queue;
+    queue.seqs = seqs;
+    queue.lsns = lsns;
+    queue.sizes = sizes;
+    queue.deliveryCounts = deliveries;
+    queue.flagBits = flags;
+    for (let i = 0; i < flags.length; i++) flags[i]! &= ~EntryFlag.removed;
+    queue.end = seqs.length;
+    queue.live = seqs.length;
+    let bytes = 0;
+    for (let i = 0; i < sizes.length; i++) bytes += sizes[i]!;
+    queue.liveBytes = bytes;
+    if (held !== undefined && held.size > 0) queue.heldMessages = new Map(held);
+    return queue;
+  }
+
+  private seqs: Float64Array = new Float64Array(initialCapacity);
+  private lsns: Float64Array = new Float64Array(initialCapacity);
+  private sizes: Uint32Array = new Uint32Array(initialCapacity);
+  private deliveryCounts: Uint32Array = new Uint32Array(initialCapacity);
+  private flagBits: Uint8Array = new Uint8Array(initialCapacity);
   private heldMessages: Map<number, M> | undefined = undefined;
   /** Index of the first slot that may be live. */
   private head = 0;
@@ -161,7 +192,7 @@ export class EntryQueue<M = never> {
   }
 
   /** Column copies of the live entries, for snapshots (no object per entry). */
-  columns(): { seqs: Float64Array; lsns: Float64Array; sizes: Uint32Array; deliveries: Uint32Array; flags: Uint8Array } {
+  columns(): EntryColumns {
     this.compact();
     return {
       seqs: this.seqs.slice(0, this.end),

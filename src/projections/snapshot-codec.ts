@@ -64,16 +64,17 @@ function encodeEntries(destination: DestinationState): EncodedEntries {
 
 function decodeEntries(encoded: EncodedEntries): EntryQueue<StoredMessage> {
   const [seqBytes, lsnBytes, sizeBytes, deliveryBytes, flagBytes, held] = encoded;
-  const seqs = new Float64Array(aligned(seqBytes).buffer);
-  const lsns = new Float64Array(aligned(lsnBytes).buffer);
-  const sizes = new Uint32Array(aligned(sizeBytes).buffer);
-  const deliveries = new Uint32Array(aligned(deliveryBytes).buffer);
-  const flags = aligned(flagBytes);
-  if (![lsns.length, sizes.length, deliveries.length, flags.length].every((n) => n === seqs.length)) throw new Error('snapshot is inconsistent: entry columns differ in length');
-  const heldBySeq = new Map(held);
-  const queue = new EntryQueue<StoredMessage>();
-  for (let i = 0; i < seqs.length; i++) queue.insert(seqs[i]!, lsns[i]!, sizes[i]!, flags[i]!, heldBySeq.get(seqs[i]!), deliveries[i]!);
-  return queue;
+  const columns = {
+    seqs: new Float64Array(aligned(seqBytes).buffer),
+    lsns: new Float64Array(aligned(lsnBytes).buffer),
+    sizes: new Uint32Array(aligned(sizeBytes).buffer),
+    deliveries: new Uint32Array(aligned(deliveryBytes).buffer),
+    flags: aligned(flagBytes),
+  };
+  if (![columns.lsns.length, columns.sizes.length, columns.deliveries.length, columns.flags.length].every((n) => n === columns.seqs.length)) {
+    throw new Error('snapshot is inconsistent: entry columns differ in length');
+  }
+  return EntryQueue.fromColumns(columns, new Map(held));
 }
 
 /** Version 1 pending rows: [seq, lsn, qos, deliveries], their messages inline: held. */

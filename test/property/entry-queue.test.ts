@@ -61,6 +61,10 @@ describe('EntryQueue', () => {
         const columns = queue.columns();
         expect([...columns.seqs]).toEqual(expected.map((e) => e.seq));
         expect([...columns.deliveries]).toEqual(expected.map((e) => e.deliveries));
+        // Rebuilt from its columns (a snapshot, a runtime copy), it holds the same entries and bytes.
+        const rebuilt = EntryQueue.fromColumns(queue.columns(), queue.heldEntries());
+        expect([...rebuilt.entries()]).toEqual(expected);
+        expect(rebuilt.bytes).toBe(queue.bytes);
         // The cursor walks every live seq in order.
         const walked: number[] = [];
         for (let s = queue.nextSeqAfter(undefined); s !== undefined; s = queue.nextSeqAfter(s)) walked.push(s);
