@@ -1,14 +1,12 @@
 /**
  * A query over a collection whose documents live in the log: the documents
  * are read one by one from their doc records (core/collection-documents.ts)
- * and tested in chunks, with a turn of the event loop (setImmediate) between
- * chunks, so MQTT and AMQP clients keep being served while a large query runs
- * (issue 12: a query over 443k in-memory documents blocked every client for
- * seconds).
+ * and tested in chunks (chunked-scan.ts), so MQTT and AMQP clients keep being
+ * served while a large query runs (issue 12: a query over 443k in-memory
+ * documents blocked every client for seconds).
  *
  * Bounds, from HttpLimits: a chunk ends after `chunkDocuments` documents or
- * `chunkMs` milliseconds, whichever comes first (a slow read shortens the
- * chunk rather than the other clients' turn); a query examines at most
+ * `chunkMs` milliseconds, whichever comes first; a query examines at most
  * `examinedMax` documents. A query that stops at that cap with documents left
  * unexamined answers `partial: true`, never a silently shortened result.
  *
@@ -20,19 +18,13 @@
  * they would in one sort of everything).
  */
 import type { DocumentSource, JsonDocument } from '../core/collection-documents.js';
+import { scanInChunks, type ScanOutcome } from './chunked-scan.js';
 import { finishQuery, sortDocuments, type Query } from './query.js';
 
 export interface ScanLimits {
   readonly chunkDocuments: number;
   readonly chunkMs: number;
   readonly examinedMax: number;
-}
-
-export interface ScanOutcome {
-  /** Documents read from the log and tested. */
-  readonly examined: number;
-  /** The examinedMax cap stopped the scan before every document was examined. */
-  readonly partial: boolean;
 }
 
 export interface FoundDocuments extends ScanOutcome {
@@ -42,8 +34,6 @@ export interface FoundDocuments extends ScanOutcome {
 export interface CountedDocuments extends ScanOutcome {
   readonly count: number;
 }
-
-const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** The documents `query` selects, sorted, skipped, limited and projected. */
 export async function findDocuments(source: DocumentSource, query: Query, limits: ScanLimits): Promise<FoundDocuments> {
@@ -93,27 +83,12 @@ export async function countDocuments(source: DocumentSource, query: Query, limit
 }
 
 /**
- * Reads the documents after the first `unread` references, in order, and hands each to `visit` (false: stop).
- * Between chunks the event loop turns; at examinedMax with references left, the scan stops as partial.
+ * Reads the documents after the first `unread` references, in order, and hands each to `visit` (false: stop),
+ * in chunks (chunked-scan.ts).
  */
 async function scan(source: DocumentSource, limits: ScanLimits, unread: number, visit: (document: JsonDocument) => boolean): Promise<ScanOutcome> {
   const references = source.references();
   for (let skipped = 0; skipped < unread; skipped++) if (references.next().done) return { examined: 0, partial: false };
-  let examined = 0;
-  let inChunk = 0;
-  let chunkStarted = performance.now();
-  for (;;) {
-    const next = references.next();
-    if (next.done) return { examined, partial: false };
-    if (examined >= limits.examinedMax) return { examined, partial: true };
-    if (inChunk >= limits.chunkDocuments || performance.now() - chunkStarted >= limits.chunkMs) {
-      await yieldToEventLoop();
-      inChunk = 0;
-      chunkStarted = performance.now();
-    }
-    const [id, lsn] = next.value;
-    examined++;
-    inChunk++;
-    if (!visit(source.read(id, lsn))) return { examined, partial: false };
-  }
+  const bounds = { chunkItems: limits.chunkDocuments, chunkMs: limits.chunkMs, examinedMax: limits.examinedMax };
+  return scanInChunks(references, bounds, ([id, lsn]) => visit(source.read(id, lsn)));
 }

@@ -9,7 +9,8 @@
  * trickling bytes (slowloris). A collection query reads its documents from
  * the log in chunks and examines a bounded number of them
  * (collection-query.ts), so one query can neither hold the event loop nor
- * read a whole large collection. checkHttpLimits runs once, at start-up.
+ * read a whole large collection; the log's records and traces read the log
+ * the same way, within their own caps (log-records.ts). checkHttpLimits runs once, at start-up.
  */
 
 export class HttpLimitError extends Error {
@@ -46,6 +47,12 @@ export interface HttpLimits {
   readonly queryChunkDocuments: number;
   /** ...or after this long, whichever comes first. */
   readonly queryChunkMs: number;
+  /** Records GET /api/log/records examines at most (without `from`: the newest this many); past it the answer says `partial: true`. */
+  readonly logRecordsExaminedMax: number;
+  /** Records a trace (GET /api/log/trace) reads at most after the message; past it the answer says `partial: true`. */
+  readonly traceRecordsExaminedMax: number;
+  /** Both read the log in chunks of at most this many records, or queryChunkMs, whichever comes first. */
+  readonly logChunkRecords: number;
 }
 
 export const defaultHttpLimits: HttpLimits = {
@@ -58,6 +65,9 @@ export const defaultHttpLimits: HttpLimits = {
   queryDocumentsExaminedMax: 100_000,
   queryChunkDocuments: 500,
   queryChunkMs: 10,
+  logRecordsExaminedMax: 50_000,
+  traceRecordsExaminedMax: 1_000_000,
+  logChunkRecords: 2_000,
 };
 
 export function resolveHttpLimits(overrides: Partial<HttpLimits> = {}): HttpLimits {
@@ -79,6 +89,9 @@ export function checkHttpLimits(limits: HttpLimits): void {
   check(integerIn(limits.queryDocumentsExaminedMax, 1, Number.MAX_SAFE_INTEGER), 'queryDocumentsExaminedMax must be a positive integer');
   check(integerIn(limits.queryChunkDocuments, 1, 1_000_000), 'queryChunkDocuments must be an integer in [1, 1000000]');
   check(integerIn(limits.queryChunkMs, 1, 1000), 'queryChunkMs must be an integer in [1, 1000]');
+  check(integerIn(limits.logRecordsExaminedMax, 1, Number.MAX_SAFE_INTEGER), 'logRecordsExaminedMax must be a positive integer');
+  check(integerIn(limits.traceRecordsExaminedMax, 1, Number.MAX_SAFE_INTEGER), 'traceRecordsExaminedMax must be a positive integer');
+  check(integerIn(limits.logChunkRecords, 1, 1_000_000), 'logChunkRecords must be an integer in [1, 1000000]');
 }
 
 /**

@@ -12,9 +12,9 @@
  * permission 403. With no users the API is open, like the other listeners.
  *
  * Reads are synchronous views of the broker's projections and runtime, so
- * every answer is a consistent view of one moment; collection queries read
- * documents from the log in chunks between which other clients are served,
- * over the documents durable when the query began. Changes (PUT, POST,
+ * every answer is a consistent view of one moment; collection queries, the
+ * log's records and traces read the log in chunks between which other
+ * clients are served, over what was durable when the request began. Changes (PUT, POST,
  * DELETE) are ordinary broker commands, recorded in the log like a client's.
  *
  * Limits (limits.ts): a connection cap, headers, request and idle timeouts
@@ -136,8 +136,8 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       },
     },
     { pattern: /^\/api\/log$/, methods: { GET: ({ url }) => (checkParameters(url, []), json(logView(broker))) } },
-    { pattern: /^\/api\/log\/records$/, methods: { GET: ({ url }) => json(recentRecords(broker, url)) } },
-    { pattern: /^\/api\/log\/trace$/, methods: { GET: ({ url }) => json(traceOf(broker, url)) } },
+    { pattern: /^\/api\/log\/records$/, methods: { GET: async ({ url }) => json(await recentRecords(broker, url, limits)) } },
+    { pattern: /^\/api\/log\/trace$/, methods: { GET: async ({ url }) => json(await traceOf(broker, url, limits)) } },
     { pattern: /^\/metrics$/, methods: { GET: async ({ url }) => (checkParameters(url, []), { contentType: metrics.contentType, body: await metrics.text() }) } },
     { pattern: /^\/metrics\/per-object$/, methods: { GET: async ({ url }) => (checkParameters(url, []), { contentType: metrics.contentType, body: await metrics.perObjectText() }) } },
   ];

@@ -117,25 +117,37 @@ function scan(source: ReturnType<typeof openSource>, selector: Selector, limit: 
 
 /**
  * The traces of the messages `selector` picks, from records read in LSN order
- * (`read` is asked for the first LSN or time that can matter). Shared by
- * `cairn inspect trace` (a data directory) and the HTTP API (the live log).
+ * (`read` is asked for the first LSN or time that can matter). Used by
+ * `cairn inspect trace` (a data directory); the HTTP API feeds a
+ * MessageTracer itself, in chunks (http/log-records.ts).
  */
 export function traceMessages(
   read: (start: { lsn?: number; time?: number }) => Iterable<TracedRecord>, selector: Selector, limit: number, onRecord: () => void = () => undefined,
 ): MessageTrace[] {
-  const traces: MessageTrace[] = [];
-  // Open pairs: "destination#seq" → trace, and destination → its open pairs (for session end / queue delete).
-  const open = new Map<string, DestinationTrace>();
-  const byDestination = new Map<string, Set<string>>();
-  const start = selector.by === 'lsn' ? { lsn: selector.lsn } : selector.by === 'topic' && selector.since !== undefined ? { time: selector.since } : {};
-  const close = (key: string, trace: DestinationTrace, status: DestinationTrace['status'], step: Step): void => {
-    trace.steps.push(step);
-    trace.status = status;
-    open.delete(key);
-    byDestination.get(trace.destination)?.delete(key);
-  };
-  for (const record of read(start)) {
+  const tracer = new MessageTracer(selector, limit);
+  for (const record of read(tracer.start)) {
     onRecord();
+    if (!tracer.take(record)) break;
+  }
+  return tracer.traces;
+}
+
+/** One pass of a trace, fed one record at a time in LSN order from `start` on. */
+export class MessageTracer {
+  readonly traces: MessageTrace[] = [];
+  /** The first LSN or time that can matter. */
+  readonly start: { lsn?: number; time?: number };
+  // Open pairs: "destination#seq" → trace, and destination → its open pairs (for session end / queue delete).
+  private readonly open = new Map<string, DestinationTrace>();
+  private readonly byDestination = new Map<string, Set<string>>();
+
+  constructor(private readonly selector: Selector, private readonly limit: number) {
+    this.start = selector.by === 'lsn' ? { lsn: selector.lsn } : selector.by === 'topic' && selector.since !== undefined ? { time: selector.since } : {};
+  }
+
+  /** Notes `record`; false once no later record can change the traces. */
+  take(record: TracedRecord): boolean {
+    const { open, byDestination, selector, traces, limit } = this;
     const kind = kindName(record.kind);
     const step = (what: string): Step => ({ lsn: record.lsn, timestamp: record.timestamp, what });
     if (kind === 'msg') {
@@ -152,11 +164,17 @@ export function traceMessages(
         }
       }
     } else if (open.size > 0) {
-      noteStep(record, kind, open, byDestination, close, step);
+      noteStep(record, kind, open, byDestination, this.close, step);
     }
-    if (open.size === 0 && (traces.length >= limit || selector.by === 'lsn')) break;
+    return !(open.size === 0 && (traces.length >= limit || selector.by === 'lsn'));
   }
-  return traces;
+
+  private readonly close = (key: string, trace: DestinationTrace, status: DestinationTrace['status'], step: Step): void => {
+    trace.steps.push(step);
+    trace.status = status;
+    this.open.delete(key);
+    this.byDestination.get(trace.destination)?.delete(key);
+  };
 }
 
 function noteStep(

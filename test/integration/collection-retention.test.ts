@@ -10,7 +10,6 @@
  * back from the log after it, and again after a restart.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { MqttClientLink, MqttOutgoingPublish } from '../../src/core/api.js';
 import { Broker } from '../../src/core/broker.js';
 import { documentSource } from '../../src/core/collection-documents.js';
 import { parseIngestRoutes } from '../../src/core/ingest.js';
@@ -19,18 +18,12 @@ import { parseQuery } from '../../src/http/query.js';
 import { SegmentedLog } from '../../src/log/index.js';
 import { silentLogger } from '../../src/logger.js';
 import { tempDirectory } from '../support/kit.js';
+import { QuietLink } from '../support/responsiveness-probe.js';
 
 const logOptions = { segmentBytesMax: 4096, retentionBytes: 0, logger: silentLogger() } as const;
 const ingestRoutes = parseIngestRoutes('docs/#:docs');
 const limits = { chunkDocuments: 7, chunkMs: 1000, examinedMax: 1000 };
 const documentsTotal = 30;
-
-class QuietLink implements MqttClientLink {
-  sendPublish(_publish: MqttOutgoingPublish): boolean { return true; }
-  sendPubrel(): void {}
-  takenOver(): void {}
-  readFailed(error: Error): void { throw error; }
-}
 
 async function publishAll(broker: Broker, topics: readonly string[], payloadOf: (index: number) => string): Promise<void> {
   const { session, durable } = broker.mqtt.connect(`publisher-${topics[0] ?? ''}`, true, new QuietLink());

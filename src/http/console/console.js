@@ -244,7 +244,8 @@ let logQuery = '';
 async function showLog() {
   const position = await api('/api/log');
   totals('log-position', [['first LSN', position.firstLsn], ['next LSN', position.nextLsn], ['durable LSN', position.durableLsn], ['bytes', position.bytes ?? 'n/a'], ['last snapshot', position.lastSnapshot?.lsn ?? 'none']]);
-  const records = await api(`/api/log/records?limit=100${logQuery}`);
+  const { records, examined, partial, reason } = await api(`/api/log/records?limit=100${logQuery}`);
+  $('log-scope').textContent = `${records.length} shown, ${examined} records examined${partial ? ` — partial: ${reason}` : ''}`;
   show('log-records', table(records, [['LSN', (r) => r.lsn], ['time', (r) => r.time], ['kind', (r) => r.kind], ['record', (r) => r.summary]],
     [['Trace', (r) => trace(r.lsn), (r) => r.kind === 'msg']]));
 }
@@ -259,6 +260,7 @@ async function trace(lsn) {
     if (destination.status === 'pending') steps.push({ lsn: '', time: '', destination: `${destination.destination} seq ${destination.seq}`, what: 'still pending' });
   }
   if (traced.destinations.length === 0) steps.push({ lsn: '', time: '', destination: '', what: 'no durable destination' });
+  if (traced.partial) steps.push({ lsn: traced.throughLsn ?? '', time: '', destination: '', what: `partial: ${traced.reason}` });
   show('trace-body', table(steps, [['LSN', (s) => s.lsn], ['time', (s) => s.time], ['destination', (s) => s.destination], ['step', (s) => s.what]]));
 }
 
