@@ -25,7 +25,7 @@ import * as os from 'node:os';
 import { join } from 'node:path';
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
 import { interleavedLatency, medianRuns, summarize, throughputRuns, timeRoundTrips, type LatencySummary, type RoundTripCase } from './bench-side-by-side.js';
-import { startScraper } from './bench-scraper.js';
+import { startScraperProcess } from './bench-scraper-process.js';
 import { startCairnProcess, stopChild, type CairnProcess } from './cairn-process.js';
 
 const payload = Buffer.alloc(100, 0x61);
@@ -68,7 +68,7 @@ export function rawFdatasync(iterations = 500): LatencySummary {
   }
 }
 
-/** With CAIRN_BENCH_SCRAPE=1 the HTTP listener is on and bench-scraper.ts loads it while the cases run. */
+/** With CAIRN_BENCH_SCRAPE=1 the HTTP listener is on and bench-scraper.ts, a process of its own, loads it while the cases run. */
 export const scrapeWhileBenchmarking = process.env['CAIRN_BENCH_SCRAPE'] === '1';
 const scrapedQueues = 1_000;
 
@@ -231,13 +231,13 @@ export async function benchMqtt(): Promise<void> {
   try {
     const broker = await startCairn(cairnData.dir);
     let other: { port: number; stop(): Promise<void> } | undefined;
-    const scraper = scrapeWhileBenchmarking ? await startScraper(broker.httpPort, scrapedQueues) : undefined;
+    const scraper = scrapeWhileBenchmarking ? await startScraperProcess(broker.httpPort, scrapedQueues) : undefined;
     try {
       if (commandExists('mosquitto')) other = await startMosquitto(mosquittoDir.dir);
       [cairn, mosquitto] = (await runCases(other === undefined ? [broker.mqttPort] : [broker.mqttPort, other.port])) as [MqttResults, MqttResults | undefined];
     } finally {
       const scraped = await scraper?.stop();
-      if (scraped) console.log(`scraper: ${scraped.rounds} rounds of ${scrapedQueues} queues (/metrics, /metrics/per-object, /api/queues, /api/overview, console's queue list), slowest round ${fmt(scraped.slowestRoundMs, 1)} ms, ${scraped.failures} failed requests`);
+      if (scraped) console.log(`scraper (its own process): ${scraped.rounds} rounds of ${scrapedQueues} queues (/metrics, /metrics/per-object, /api/queues, /api/overview, console's queue list), slowest round ${fmt(scraped.slowestRoundMs, 1)} ms, ${scraped.failures} failed requests`);
       await broker.stop();
       await other?.stop();
     }

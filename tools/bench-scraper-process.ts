@@ -1,0 +1,61 @@
+/**
+ * Starts and stops the benchmarks' monitoring load (bench-scraper.ts) as a
+ * child process: the built dist/tools/bench-scraper.js with the broker's HTTP
+ * port, so the scraper's requests and parsing run outside the process that
+ * measures the broker.
+ */
+import { spawn } from 'node:child_process';
+import { join, resolve } from 'node:path';
+import type { ScraperTotals } from './bench-scraper.js';
+
+// Always the built script: from dist/tools when compiled, from tools/ when a test imports this source file.
+const here = import.meta.dirname;
+const script = here.endsWith(join('dist', 'tools')) ? resolve(here, 'bench-scraper.js') : resolve(here, '../dist/tools/bench-scraper.js');
+/** Declaring 1,000 queues through the API takes a few seconds on a loaded machine. */
+const readyTimeoutMs = 120_000;
+const stopTimeoutMs = 10_000;
+
+export interface ScraperProcess {
+  /** Stops the scraper (SIGTERM); resolves with what it did. */
+  stop(): Promise<ScraperTotals>;
+}
+
+export function startScraperProcess(httpPort: number, queues: number): Promise<ScraperProcess> {
+  const child = spawn(process.execPath, [script, String(httpPort), String(queues)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const lines: string[] = [];
+  let stderr = '';
+  let buffered = '';
+  const waiters: Array<() => void> = [];
+  child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+  child.stdout.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString();
+    const parts = buffered.split('\n');
+    buffered = parts.pop() ?? '';
+    lines.push(...parts.filter((line) => line.trim() !== ''));
+    for (const wake of waiters.splice(0)) wake();
+  });
+  const exited = new Promise<number | null>((done) => child.once('exit', (code) => { for (const wake of waiters.splice(0)) wake(); done(code); }));
+  /** The `index`th JSON line of the scraper, or an error naming its stderr once it exited or timed out. */
+  const line = async (index: number, timeoutMs: number, what: string): Promise<unknown> => {
+    const deadline = Date.now() + timeoutMs;
+    while (lines.length <= index) {
+      if (child.exitCode !== null || child.signalCode !== null || Date.now() >= deadline) {
+        child.kill('SIGKILL');
+        throw new Error(`the scraper process ${child.exitCode !== null || child.signalCode !== null ? 'exited' : 'timed out'} before ${what}: ${stderr.trim()}`);
+      }
+      await new Promise<void>((wake) => {
+        waiters.push(wake);
+        setTimeout(wake, 500);
+      });
+    }
+    return JSON.parse(lines[index]!) as unknown;
+  };
+  return line(0, readyTimeoutMs, 'declaring its queues').then(() => ({
+    stop: async () => {
+      child.kill('SIGTERM');
+      const totals = await line(1, stopTimeoutMs, 'reporting its totals') as ScraperTotals;
+      await exited;
+      return totals;
+    },
+  }));
+}
