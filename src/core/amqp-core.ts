@@ -15,9 +15,10 @@ import {
   type ExchangeKind, type QueueDelivery,
 } from './api.js';
 import { defaultExchange, ExchangeRuntime, supportedExchangeTypes } from './amqp-exchange.js';
-import { amqpMessageOf, isDurableEntry, isRedeliveredEntry, QueueRuntime, type QueueEntry } from './amqp-queue.js';
+import { amqpMessageOf, isDurableEntry, isRedeliveredEntry, QueueRuntime, queuesAccepting, type QueueEntry } from './amqp-queue.js';
 import { record, type PendingRecord } from './committer.js';
 import { publish, type PublishContext } from './publish.js';
+import { checkEquivalentArguments, queueArgumentsOf } from './queue-arguments.js';
 import type { SessionRuntime } from './mqtt-sessions.js';
 import { swapSeparators } from './mqtt-sessions.js';
 import type { Qos } from './api.js';
@@ -76,8 +77,9 @@ export class AmqpCoreImpl implements AmqpCore {
       if (!existing) throw new BrokerError(404, `NOT_FOUND - no queue '${name}' in vhost '/'`);
       return { queue: name, messageCount: existing.messageCount, consumerCount: existing.consumers.length, durable: undefined };
     }
-    refuseArguments(options.arguments, `queue '${name}'`);
+    const args = queueArgumentsOf(options.arguments, name);
     if (existing) {
+      checkEquivalentArguments(existing.queueArguments, args, name);
       for (const [flag, wanted, actual] of [['durable', options.durable, existing.durable], ['exclusive', options.exclusive, existing.exclusiveOwner !== undefined], ['auto_delete', options.autoDelete, existing.autoDelete]] as const) {
         if (wanted !== actual) throw new BrokerError(406, `PRECONDITION_FAILED - inequivalent arg '${flag}' for queue '${name}' in vhost '/': received '${wanted}' but current is '${actual}'`);
       }
@@ -87,8 +89,8 @@ export class AmqpCoreImpl implements AmqpCore {
     // Exclusive queues die with their connection, so they are never worth logging.
     const durable = options.durable && !options.exclusive;
     let commit: Durable;
-    if (durable) commit = this.context.committer.commit([record('queue', { n: name, op: 'declare', autoDelete: options.autoDelete })]);
-    const queue = new QueueRuntime(name, durable, options.autoDelete, options.exclusive ? options.owner : undefined, durable ? this.context.state.queues.get(name) : undefined);
+    if (durable) commit = this.context.committer.commit([record('queue', { n: name, op: 'declare', autoDelete: options.autoDelete, ...(args === undefined ? {} : { a: args }) })]);
+    const queue = new QueueRuntime(name, durable, options.autoDelete, options.exclusive ? options.owner : undefined, durable ? this.context.state.queues.get(name) : undefined, args);
     this.context.queues.set(name, queue);
     this.context.exchanges.get(defaultExchange)?.bind(name, name);
     return { queue: name, messageCount: 0, consumerCount: 0, durable: commit };
@@ -139,12 +141,16 @@ export class AmqpCoreImpl implements AmqpCore {
     const sessions = message.exchange === 'amq.topic' ? this.context.bridgeSessions(swapSeparators(message.routingKey)) : noSessions;
     this.context.observer.messageIn('amqp');
     const routed = queues.length > 0 || sessions.size > 0;
-    if (!routed) return { routed, durable: undefined };
+    if (!routed) return { routed, durable: undefined, rejected: false };
+    // x-overflow = reject-publish: a full queue refuses the message; the others still take it (as RabbitMQ).
+    const accepting = queuesAccepting(queues, message.body.byteLength);
+    const rejected = accepting.length < queues.length;
+    if (accepting.length === 0 && sessions.size === 0) return { routed, durable: undefined, rejected };
     const durable = publish(this.context, {
       topic: message.routingKey, exchange: message.exchange, payload: message.body, properties: message.properties,
-      qos: options.persistent ? 1 : 0, persistent: options.persistent, from: options.from, sessions, queues,
+      qos: options.persistent ? 1 : 0, persistent: options.persistent, from: options.from, sessions, queues: accepting,
     });
-    return { routed, durable };
+    return { routed, durable, rejected };
   }
 
   consume(queueName: string, consumer: AmqpConsumer, options: { exclusive: boolean; owner: string }): void {
@@ -277,6 +283,6 @@ export class AmqpCoreImpl implements AmqpCore {
 function refuseArguments(args: Record<string, unknown>, what: string): void {
   const names = Object.keys(args);
   if (names.length > 0) {
-    throw new BrokerError(540, `NOT_IMPLEMENTED - ${what}: argument(s) ${names.map((n) => `'${n}'`).join(', ')} not supported by Cairn (no queue or exchange arguments are implemented yet: TTL, dead-lettering, max-length, queue types)`);
+    throw new BrokerError(540, `NOT_IMPLEMENTED - ${what}: argument(s) ${names.map((n) => `'${n}'`).join(', ')} not supported by Cairn (no exchange arguments are implemented yet, e.g. alternate-exchange)`);
   }
 }

@@ -9,10 +9,13 @@
  * their body here. A durable queue's durable entries are also in the
  * projection's QueueState: they enter through msg records and leave through
  * ack or drop records. Requeued messages go back to their seq position, so
- * the queue keeps publish order as RabbitMQ does.
+ * the queue keeps publish order as RabbitMQ does. Length limits (x-max-length,
+ * x-max-length-bytes) count ready messages only, as RabbitMQ's do.
  */
 import { EntryFlag, EntryQueue, type EntryView } from '../projections/entry-queue.js';
+import type { QueueArguments } from '../projections/records.js';
 import type { QueueState, StoredMessage } from '../projections/state.js';
+import { limitsOf, wouldOverflow, type QueueLimits } from './queue-arguments.js';
 import type { AmqpConsumer, AmqpMessage, QueueDelivery } from './api.js';
 import { swapSeparators } from './mqtt-sessions.js';
 
@@ -41,6 +44,8 @@ export class QueueRuntime {
   /** Set once a consumer has subscribed: auto-delete applies only after that [AMQP 0-9-1 queue.declare auto-delete]. */
   hadConsumer = false;
   exclusiveConsumer: AmqpConsumer | undefined = undefined;
+  /** From x-max-length, x-max-length-bytes and x-overflow; the broker-wide bounds apply as well (publish.ts). */
+  readonly limits: QueueLimits;
 
   constructor(
     readonly name: string,
@@ -49,8 +54,11 @@ export class QueueRuntime {
     readonly exclusiveOwner: string | undefined,
     /** The projection's state of a durable queue. */
     readonly state: QueueState | undefined,
+    /** As declared, validated (queue-arguments.ts). */
+    readonly queueArguments: QueueArguments | undefined,
   ) {
     this.nextSeq = state?.nextSeq ?? 1;
+    this.limits = limitsOf(this.queueArguments);
   }
 
   get readyCount(): number {
@@ -63,6 +71,11 @@ export class QueueRuntime {
 
   get messageCount(): number {
     return this.readyCount;
+  }
+
+  /** x-overflow = reject-publish and a message of `size` body bytes does not fit: the publish is refused here. */
+  refuses(size: number): boolean {
+    return this.limits.rejectPublish && wouldOverflow(this.limits, this.readyCount, this.readyBytes, size);
   }
 
   takeSeq(): number {
@@ -124,6 +137,11 @@ export class QueueRuntime {
   deliveryOf(entry: QueueEntry): QueueDelivery {
     return { queue: this.name, seq: entry.seq, message: entry.message, redelivered: entry.redelivered };
   }
+}
+
+/** The queues that take a message of `size` body bytes: a full one with x-overflow = reject-publish refuses it. */
+export function queuesAccepting(queues: readonly QueueRuntime[], size: number): readonly QueueRuntime[] {
+  return queues.some((queue) => queue.refuses(size)) ? queues.filter((queue) => !queue.refuses(size)) : queues;
 }
 
 /** Whether a ready-list entry is durable / redelivered. */

@@ -175,13 +175,22 @@ export interface AmqpPublishResult {
   readonly routed: boolean;
   /** Resolves when the message is durable in every durable queue it reached: then the confirm. */
   readonly durable: Durable;
+  /**
+   * A queue it was routed to refused it (x-overflow = reject-publish, full): the confirm is basic.nack
+   * whatever the other queues did. Routed stays true, so a mandatory message is not returned (as RabbitMQ).
+   */
+  readonly rejected: boolean;
 }
 
 export interface AmqpCore {
   /** Throws BrokerError: 404 passive and missing, 406 type/durability mismatch, 403 reserved `amq.` prefix, 540 unsupported type or arguments. */
   declareExchange(name: string, type: string, options: { passive: boolean; durable: boolean; autoDelete: boolean; internal: boolean; arguments: Record<string, unknown> }): Durable;
   deleteExchange(name: string, options: { ifUnused: boolean }): Durable;
-  /** `name` '' asks for a server-named queue. `owner` identifies the connection (for exclusive queues). */
+  /**
+   * `name` '' asks for a server-named queue. `owner` identifies the connection (for exclusive queues).
+   * `arguments` are plain values (integers as numbers; queue-arguments.ts): 540 for an unsupported one,
+   * 406 for a bad value or one that differs from the existing queue's.
+   */
   declareQueue(name: string, options: { passive: boolean; durable: boolean; exclusive: boolean; autoDelete: boolean; arguments: Record<string, unknown>; owner: string }): DeclareQueueResult;
   deleteQueue(name: string, options: { ifUnused: boolean; ifEmpty: boolean; owner: string }): { messageCount: number; durable: Durable };
   purgeQueue(name: string, owner: string): { messageCount: number; durable: Durable };

@@ -135,7 +135,7 @@ export class Broker {
       this.exchanges.set(exchange.name, new ExchangeRuntime(exchange.name, exchange.type, true, exchange.autoDelete, false));
     }
     for (const queueState of this.state.queues.values()) {
-      const queue = new QueueRuntime(queueState.name, true, queueState.autoDelete, undefined, queueState);
+      const queue = new QueueRuntime(queueState.name, true, queueState.autoDelete, undefined, queueState, queueState.arguments);
       queue.loadRecovered(queueState, amqpMessageOf);
       this.queues.set(queue.name, queue);
       this.exchanges.get(defaultExchange)!.bind(queue.name, queue.name);

@@ -12,7 +12,7 @@ import type { DocBody, SubBody } from '../projections/records.js';
 import type {
   Durable, MqttClientLink, MqttCore, MqttIncomingPublish, MqttPublishResult, MqttSessionHandle, MqttSubscribeResult, MqttTopicReader, Qos,
 } from './api.js';
-import type { QueueRuntime } from './amqp-queue.js';
+import { queuesAccepting, type QueueRuntime } from './amqp-queue.js';
 import { record, type PendingRecord } from './committer.js';
 import { documentOf, ingestMatches, type IngestRoute } from './ingest.js';
 import { minQos, swapSeparators, SessionRuntime } from './mqtt-sessions.js';
@@ -237,7 +237,8 @@ function mqttPublish(context: MqttCoreContext, from: string, rx2: { c: string; i
     persistent: qos >= 1,
     from,
     sessions: context.subscriptions.match(topic),
-    queues: context.bridgeQueues(swapSeparators(topic)),
+    // A full reject-publish queue refuses it; MQTT 3.1.1 has no way to tell the publisher.
+    queues: queuesAccepting(context.bridgeQueues(swapSeparators(topic)), payload.byteLength),
     ...(incoming.retain ? { retain: { t: topic, p: payload, qos } } : {}),
     ...(rx2 ? { rx2 } : {}),
     docs,

@@ -57,7 +57,7 @@ export function publish(context: PublishContext, routed: Publication): Durable {
   const publication = withoutUnreadableSessions(routed);
   const records: PendingRecord[] = [];
   const durableSessions = planSessions(context, publication, records);
-  const durableQueues = planQueues(context, publication, records);
+  const { rows: durableQueues, taking } = planQueues(context, publication, records);
   let lsn = 0;
   const deferred = deferrable(publication);
   if (durableSessions.length > 0 || durableQueues.length > 0) {
@@ -80,7 +80,7 @@ export function publish(context: PublishContext, routed: Publication): Durable {
   if (lsn !== 0) context.store.remember(message);
   const durable = records.length === 0 ? undefined : deferred ? context.committer.commitDeferred(records) : context.committer.commit(records);
   deliverToSessions(context, publication, message);
-  deliverToQueues(context, publication, message, durableQueues);
+  deliverToQueues(context, taking, message, durableQueues);
   return durable;
 }
 
@@ -137,22 +137,49 @@ function planSessions(context: PublishContext, publication: Publication, records
   return rows;
 }
 
-function planQueues(context: PublishContext, publication: Publication, records: PendingRecord[]): Array<readonly [QueueRuntime, number]> {
+/**
+ * Make room in each queue by dropping its oldest ready messages: the broker-wide bound and the
+ * queue's own x-max-length / x-max-length-bytes, the smaller of each. A message that the queue's
+ * own limits cannot hold even when empty (x-max-length 0, a body over x-max-length-bytes) drops
+ * everything older and then itself, as RabbitMQ's drop-head does; that queue is left out of the
+ * returned list. (RabbitMQ would first hand such a message to a waiting consumer; Cairn does not.)
+ * Reject-publish queues that are full never get here (queuesAccepting).
+ */
+function planQueues(context: PublishContext, publication: Publication, records: PendingRecord[]): PlannedQueues {
   const rows: Array<readonly [QueueRuntime, number]> = [];
   const { queueReadyMessagesMax, queueReadyBytesMax } = context.limits;
   const size = publication.payload.byteLength;
-  for (const queue of publication.queues) {
+  let taking: QueueRuntime[] | undefined;
+  for (const [index, queue] of publication.queues.entries()) {
+    const { readyMessagesMax, readyBytesMax } = queue.limits;
+    const messagesMax = Math.min(queueReadyMessagesMax, readyMessagesMax);
+    const bytesMax = Math.min(queueReadyBytesMax, readyBytesMax);
+    const fits = readyMessagesMax >= 1 && size <= readyBytesMax;
     const dropped: number[] = [];
-    while (queue.readyCount > 0 && (queue.readyCount >= queueReadyMessagesMax || queue.readyBytes + size > queueReadyBytesMax)) {
+    while (queue.readyCount > 0 && (!fits || queue.readyCount >= messagesMax || queue.readyBytes + size > bytesMax)) {
       const oldest = queue.ready.shift()!;
       queue.dropped++;
       context.observer.drop('queue', 1);
       if ((oldest.flags & EntryFlag.durable) !== 0) dropped.push(oldest.seq);
     }
     if (dropped.length > 0) records.push(record('drop', { q: queue.name, s: dropped, why: 'bound' }));
+    if (!fits) {
+      queue.dropped++;
+      context.observer.drop('queue', 1);
+      taking ??= publication.queues.slice(0, index);
+      continue;
+    }
+    taking?.push(queue);
     if (queue.durable && publication.persistent) rows.push([queue, queue.takeSeq()]);
   }
-  return rows;
+  return { rows, taking: taking ?? publication.queues };
+}
+
+interface PlannedQueues {
+  /** Durable queues with the seq each gives the message. */
+  readonly rows: Array<readonly [QueueRuntime, number]>;
+  /** The queues the message goes into. */
+  readonly taking: readonly QueueRuntime[];
 }
 
 function storedMessage(publication: Publication, lsn: number): StoredMessage {
@@ -176,12 +203,12 @@ function deliverToSessions(context: PublishContext, publication: Publication, me
   }
 }
 
-function deliverToQueues(context: PublishContext, publication: Publication, message: StoredMessage, durableRows: ReadonlyArray<readonly [QueueRuntime, number]>): void {
-  if (publication.queues.length === 0) return;
+function deliverToQueues(context: PublishContext, queues: readonly QueueRuntime[], message: StoredMessage, durableRows: ReadonlyArray<readonly [QueueRuntime, number]>): void {
+  if (queues.length === 0) return;
   const durableSeq = new Map(durableRows);
-  const size = publication.payload.byteLength;
+  const size = message.payload.byteLength;
   let transient: AmqpMessage | undefined;
-  for (const queue of publication.queues) {
+  for (const queue of queues) {
     const seq = durableSeq.get(queue);
     if (seq !== undefined) queue.push(seq, message.lsn, size, true, false);
     else queue.push(queue.takeSeq(), 0, size, false, false, transient ??= amqpMessageOf(message));

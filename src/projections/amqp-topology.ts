@@ -19,7 +19,7 @@ export function applyExchange(state: BrokerState, body: ExchangeBody): void {
 
 export function applyQueue(state: BrokerState, body: QueueBody): void {
   if (body.op === 'declare') {
-    if (!state.queues.has(body.n)) state.queues.set(body.n, newQueue(body.n, body.autoDelete ?? false));
+    if (!state.queues.has(body.n)) state.queues.set(body.n, newQueue(body.n, body.autoDelete ?? false, body.a));
     return;
   }
   state.queues.delete(body.n);

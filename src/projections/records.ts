@@ -102,7 +102,21 @@ export interface ExchangeBody {
   readonly type?: ExchangeType;
   readonly autoDelete?: boolean;
 }
-export interface QueueBody { readonly n: string; readonly op: 'declare' | 'delete'; readonly autoDelete?: boolean }
+/**
+ * The x-arguments a queue was declared with, validated, under their AMQP names (what RabbitMQ's
+ * management API shows). Only the length limits are implemented; anything else is refused at declare.
+ */
+export interface QueueArguments {
+  /** Ready messages at most (RabbitMQ: unacknowledged ones do not count). */
+  readonly 'x-max-length'?: number;
+  /** Ready message body bytes at most. */
+  readonly 'x-max-length-bytes'?: number;
+  /** What a full queue does with a new message: drop its oldest (default) or refuse the new one (the publisher gets basic.nack). */
+  readonly 'x-overflow'?: 'drop-head' | 'reject-publish';
+}
+
+/** `a`: the queue's arguments (absent in records written before arguments existed, and when there are none). */
+export interface QueueBody { readonly n: string; readonly op: 'declare' | 'delete'; readonly autoDelete?: boolean; readonly a?: QueueArguments }
 export interface BindBody { readonly op: 'bind' | 'unbind'; readonly x: string; readonly q: string; readonly k: string }
 export interface DocBody { readonly col: string; readonly id: number; readonly doc: Readonly<Record<string, unknown>> }
 

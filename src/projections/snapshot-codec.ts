@@ -7,7 +7,8 @@
  * arrays (little-endian, as every platform Node supports), so a snapshot
  * costs O(entries) with no object per entry and holds no payload. Messages
  * not in the log (held) are written inline. Map order is kept, so a restored
- * state iterates like the original.
+ * state iterates like the original. A queue's row ends with its x-arguments
+ * only when it has some: rows written before arguments existed read the same.
  *
  * Version 1 (Cairn 0.1: every queued message's payload inline) is still read:
  * its messages become held entries, so nothing depends on segments that the
@@ -16,6 +17,7 @@
 import { decodeCollections, encodeCollections, type EncodedCollection } from './collections.js';
 import { EntryQueue } from './entry-queue.js';
 import { bindingKey } from './state.js';
+import type { QueueArguments } from './records.js';
 import type {
   BindingState, BrokerState, DestinationState, ExchangeState, QueueState, RetainedValue, SessionState, StoredMessage,
 } from './state.js';
@@ -33,7 +35,8 @@ export interface EncodedState {
   sessions: Array<[string, Array<[string, 0 | 1 | 2]>, EncodedEntries, number, number[], Array<[number, number]>, number]>;
   retained: RetainedValue[];
   exchanges: ExchangeState[];
-  queues: Array<[string, boolean, EncodedEntries, number, number]>;
+  /** The trailing arguments element is present only for a queue declared with arguments (older snapshots have none). */
+  queues: Array<[string, boolean, EncodedEntries, number, number, QueueArguments?]>;
   bindings: BindingState[];
   collections: EncodedCollection[];
 }
@@ -42,7 +45,9 @@ export function encodeState(state: BrokerState): EncodedState {
   const sessions = [...state.sessions.values()].map((s) => [
     s.clientId, [...s.subscriptions], encodeEntries(s), s.nextSeq, [...s.rx2], [...s.rel], s.dropped,
   ] as EncodedState['sessions'][number]);
-  const queues = [...state.queues.values()].map((q) => [q.name, q.autoDelete, encodeEntries(q), q.nextSeq, q.dropped] as EncodedState['queues'][number]);
+  const queues = [...state.queues.values()].map((q) => [
+    q.name, q.autoDelete, encodeEntries(q), q.nextSeq, q.dropped, ...(q.arguments === undefined ? [] : [{ ...q.arguments }]),
+  ] as EncodedState['queues'][number]);
   return {
     v: snapshotFormatVersion,
     lastLsn: state.lastLsn,
@@ -101,8 +106,8 @@ export function decodeState(encoded: EncodedState): BrokerState {
     sessions.set(clientId, { clientId, subscriptions: new Map(subs), pending: entriesOf(entries), nextSeq, rx2: new Set(rx2), rel: new Map(rel), dropped });
   }
   const queues = new Map<string, QueueState>();
-  for (const [name, autoDelete, entries, nextSeq, dropped] of encoded.queues) {
-    queues.set(name, { name, autoDelete, pending: entriesOf(entries), nextSeq, dropped });
+  for (const [name, autoDelete, entries, nextSeq, dropped, args] of encoded.queues) {
+    queues.set(name, { name, autoDelete, pending: entriesOf(entries), nextSeq, dropped, ...(args === undefined ? {} : { arguments: args }) });
   }
   return {
     sessions,

@@ -11,7 +11,7 @@
  * read back on delivery. Within a destination, seq order is LSN order.
  */
 import { EntryQueue } from './entry-queue.js';
-import type { ExchangeType } from './records.js';
+import type { ExchangeType, QueueArguments } from './records.js';
 
 /** A message as delivered: a msg record read back (or a transient message, never logged). */
 export interface StoredMessage {
@@ -48,6 +48,8 @@ export interface SessionState extends DestinationState {
 export interface QueueState extends DestinationState {
   readonly name: string;
   readonly autoDelete: boolean;
+  /** Declared x-arguments (length limits), absent when there are none. */
+  readonly arguments?: QueueArguments;
 }
 
 export interface ExchangeState {
@@ -111,6 +113,6 @@ export function newSession(clientId: string): SessionState {
   return { clientId, subscriptions: new Map(), pending: new EntryQueue(), nextSeq: 1, rx2: new Set(), rel: new Map(), dropped: 0 };
 }
 
-export function newQueue(name: string, autoDelete: boolean): QueueState {
-  return { name, autoDelete, pending: new EntryQueue(), nextSeq: 1, dropped: 0 };
+export function newQueue(name: string, autoDelete: boolean, args?: QueueArguments): QueueState {
+  return { name, autoDelete, pending: new EntryQueue(), nextSeq: 1, dropped: 0, ...(args === undefined ? {} : { arguments: args }) };
 }

@@ -40,6 +40,11 @@ const clients = ['c0', 'c1', 'c2'];
 const topics = ['a/b', 'a/c', 'x', 'a/b/c'];
 const filters = ['a/b', 'a/+', '#', 'a/#', 'x'];
 const queues = ['q0', 'q1', 'q2'];
+/** Fixed per name, so a redeclare always matches: length limits drop and refuse along the way. */
+const queueArguments: Readonly<Record<string, Record<string, unknown>>> = {
+  q1: { 'x-max-length': 2 },
+  q2: { 'x-max-length-bytes': 30, 'x-overflow': 'reject-publish' },
+};
 const exchanges = ['amq.topic', 'amq.direct', 'amq.fanout', 'ex0', ''];
 const keys = ['a.b', 'a.c', 'x', 'q0', 'q1', 'a.*', '#'];
 
@@ -98,7 +103,7 @@ export class BrokerHarness {
         case 'unsubscribe': await session?.handle.unsubscribe([c.f]); break;
         case 'publish': if (session) await session.handle.publish({ topic: c.topic, payload: c.p, qos: c.qos, retain: c.retain, ...(c.qos > 0 ? { packetId: c.id } : {}) }).durable; break;
         case 'ackMqtt': if (session) await this.ackMqtt(session, c.how, c.n); break;
-        case 'declare': await amqp.declareQueue(c.q, { passive: false, durable: c.durable, exclusive: false, autoDelete: false, arguments: {}, owner: 'o' }).durable; break;
+        case 'declare': await amqp.declareQueue(c.q, { passive: false, durable: c.durable, exclusive: false, autoDelete: false, arguments: queueArguments[c.q] ?? {}, owner: 'o' }).durable; break;
         case 'deleteQueue': await amqp.deleteQueue(c.q, { ifUnused: false, ifEmpty: false, owner: 'o' }).durable; break;
         case 'purge': await amqp.purgeQueue(c.q, 'o').durable; break;
         case 'bind': await (c.unbind ? amqp.unbindQueue(c.q, c.x, c.k, 'o') : amqp.bindQueue(c.q, c.x, c.k, 'o')); break;

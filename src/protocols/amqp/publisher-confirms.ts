@@ -2,7 +2,7 @@
  * Publisher confirms for one channel in confirm mode (RabbitMQ's extension):
  * every basic.publish gets the next sequence number, and the broker answers
  * each with basic.ack once the message is durable, or basic.nack if the log
- * failed to make it so.
+ * failed to make it so or a full queue refused it (x-overflow = reject-publish).
  *
  * Invariants:
  * - A confirm is sent only after its Durable settled (at once when there was
@@ -49,11 +49,11 @@ export class PublisherConfirms {
     return this.nextSeq - this.nextToSend;
   }
 
-  /** A publish was handled: confirm it when `durable` settles. */
-  track(durable: Durable): void {
+  /** A publish was handled: confirm it when `durable` settles; a refused one is nacked at once, in its turn. */
+  track(durable: Durable, refused = false): void {
     const seq = this.nextSeq++;
-    if (durable === undefined) {
-      this.settle({ first: seq, last: seq }, 'ack');
+    if (refused || durable === undefined) {
+      this.settle({ first: seq, last: seq }, refused ? 'nack' : 'ack');
       return;
     }
     const pending = this.lastRange;

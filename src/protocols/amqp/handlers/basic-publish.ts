@@ -4,7 +4,9 @@
  *
  * Order on the wire for one publish, as RabbitMQ and pika expect:
  * basic.return (mandatory and unroutable) first, then the confirm, and the
- * confirm only after the message is durable (publisher-confirms.ts).
+ * confirm only after the message is durable (publisher-confirms.ts). A full
+ * queue with x-overflow = reject-publish makes the confirm a nack; the
+ * message is not returned, even when mandatory (it was routed), as RabbitMQ.
  */
 import type { AmqpChannel } from '../channel.js';
 import { DELIVERY_MODE, deliveryModeOf, REPLY_CODE, type AmqpMethodNamed } from '../codec/index.js';
@@ -30,7 +32,9 @@ export function publishAssembled(channel: AmqpChannel, message: AssembledMessage
   }
   const confirms = channel.confirms;
   if (confirms !== undefined) {
-    confirms.track(result.durable);
+    // A queue that refused it (reject-publish) makes it a nack; the other queues still have it, durable or not.
+    confirms.track(result.durable, result.rejected);
+    if (result.rejected) result.durable?.catch(() => undefined);
   } else {
     // Nobody waits for this Durable; a failed log shows up on the next command that does.
     result.durable?.catch((error: unknown) => channel.host.logger.debug({ err: error }, 'AMQP unconfirmed publish not made durable'));

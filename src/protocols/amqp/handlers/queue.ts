@@ -3,18 +3,31 @@
  * queue (spec, "queue-name" domain), as RabbitMQ implements it.
  */
 import type { AmqpChannel } from '../channel.js';
-import type { AmqpMethodNamed } from '../codec/index.js';
+import { integerOf, stringOf, type AmqpMethodNamed, type FieldTable } from '../codec/index.js';
 
 export function handleQueueDeclare(channel: AmqpChannel, method: AmqpMethodNamed<'queue.declare'>): void {
   const passiveName = method.passive ? channel.queueNameOf(method.queue) : method.queue;
   const result = channel.core.declareQueue(passiveName, {
     passive: method.passive, durable: method.durable, exclusive: method.exclusive, autoDelete: method.autoDelete,
-    arguments: method.arguments, owner: channel.host.owner,
+    arguments: queueArgumentsOf(method.arguments), owner: channel.host.owner,
   });
   channel.lastQueueName = result.queue;
   channel.reply(result.durable, method.noWait, {
     name: 'queue.declare-ok', queue: result.queue, messageCount: result.messageCount, consumerCount: result.consumerCount,
   });
+}
+
+/**
+ * x-arguments as the core reads them: a value of any integer field type as a number (RabbitMQ
+ * accepts x-max-length as a byte, a long…), a string as text; any other field stays tagged, so
+ * the core's refusal can name its type.
+ */
+function queueArgumentsOf(table: FieldTable): Record<string, unknown> {
+  const plain: Record<string, unknown> = {};
+  for (const [name, field] of Object.entries(table)) {
+    Object.defineProperty(plain, name, { value: integerOf(field) ?? stringOf(field) ?? field, enumerable: true, writable: true, configurable: true });
+  }
+  return plain;
 }
 
 export function handleQueueBind(channel: AmqpChannel, method: AmqpMethodNamed<'queue.bind'>): void {

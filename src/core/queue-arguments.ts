@@ -1,0 +1,95 @@
+/**
+ * A queue's x-arguments at declare time, checked as RabbitMQ checks them, and
+ * the length limits they set.
+ *
+ * Implemented: x-max-length and x-max-length-bytes (non-negative integers of
+ * any integer field type: the AMQP handler hands integers over as numbers)
+ * and x-overflow = drop-head | reject-publish. Any other argument, including
+ * x-overflow = reject-publish-dlx, is refused with 540 naming it, never
+ * silently ignored. A bad value is 406 PRECONDITION_FAILED naming the
+ * argument; so is a redeclare whose arguments differ from the queue's.
+ */
+import type { QueueArguments } from '../projections/records.js';
+import { BrokerError } from './api.js';
+
+const integerArguments = ['x-max-length', 'x-max-length-bytes'] as const;
+const overflowBehaviours = ['drop-head', 'reject-publish'] as const;
+const argumentNames: readonly string[] = [...integerArguments, 'x-overflow'];
+
+/** What the arguments limit, in the units the runtime counts (ready messages, ready body bytes). */
+export interface QueueLimits {
+  readonly readyMessagesMax: number;
+  readonly readyBytesMax: number;
+  /** x-overflow = reject-publish: a full queue refuses the new message instead of dropping its oldest. */
+  readonly rejectPublish: boolean;
+}
+
+export const unlimited: QueueLimits = { readyMessagesMax: Infinity, readyBytesMax: Infinity, rejectPublish: false };
+
+/** The validated arguments of a queue.declare, or undefined when there are none. Throws BrokerError 540 / 406. */
+export function queueArgumentsOf(declared: Record<string, unknown>, queue: string): QueueArguments | undefined {
+  const names = Object.keys(declared);
+  const unsupported = names.filter((name) => !argumentNames.includes(name));
+  if (declared['x-overflow'] === 'reject-publish-dlx') unsupported.push('x-overflow');
+  if (unsupported.length > 0) {
+    throw new BrokerError(540, `NOT_IMPLEMENTED - queue '${queue}': argument(s) ${unsupported.map((n) => `'${n}'`).join(', ')} not supported by Cairn (supported: x-max-length, x-max-length-bytes, x-overflow = drop-head | reject-publish; no TTL, dead-lettering or queue types yet)`);
+  }
+  if (names.length === 0) return undefined;
+  const args: { -readonly [K in keyof QueueArguments]: QueueArguments[K] } = {};
+  for (const name of integerArguments) {
+    const value = declared[name];
+    if (value === undefined) continue;
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+      throw invalid(name, queue, `${describe(value)}: a non-negative integer is required`);
+    }
+    args[name] = value;
+  }
+  const overflow = declared['x-overflow'];
+  if (overflow !== undefined) {
+    if (!(overflowBehaviours as readonly unknown[]).includes(overflow)) {
+      throw invalid('x-overflow', queue, `${describe(overflow)}: one of ${overflowBehaviours.join(', ')} is required`);
+    }
+    args['x-overflow'] = overflow as (typeof overflowBehaviours)[number];
+  }
+  return args;
+}
+
+/** A redeclare must ask for the same arguments as the queue has [RabbitMQ: inequivalent arg]. */
+export function checkEquivalentArguments(current: QueueArguments | undefined, wanted: QueueArguments | undefined, queue: string): void {
+  for (const name of argumentNames as ReadonlyArray<keyof QueueArguments>) {
+    const had = current?.[name];
+    const asked = wanted?.[name];
+    if (had !== asked) {
+      throw new BrokerError(406, `PRECONDITION_FAILED - inequivalent arg '${name}' for queue '${queue}' in vhost '/': received ${valueText(asked)} but current is ${valueText(had)}`);
+    }
+  }
+}
+
+export function limitsOf(args: QueueArguments | undefined): QueueLimits {
+  if (args === undefined) return unlimited;
+  return {
+    readyMessagesMax: args['x-max-length'] ?? Infinity,
+    readyBytesMax: args['x-max-length-bytes'] ?? Infinity,
+    rejectPublish: args['x-overflow'] === 'reject-publish',
+  };
+}
+
+/** Whether a message of `size` body bytes would take the queue past its limits [RabbitMQ will_overflow]. */
+export function wouldOverflow(limits: QueueLimits, readyCount: number, readyBytes: number, size: number): boolean {
+  return readyCount + 1 > limits.readyMessagesMax || readyBytes + size > limits.readyBytesMax;
+}
+
+function invalid(name: string, queue: string, why: string): BrokerError {
+  return new BrokerError(406, `PRECONDITION_FAILED - invalid arg '${name}' for queue '${queue}' in vhost '/': ${why}`);
+}
+
+/** The AMQP handler passes a field of another type (double, table…) as its tagged value: name the tag. */
+function describe(value: unknown): string {
+  if (typeof value === 'number' || typeof value === 'string') return `'${value}'`;
+  const tag = typeof value === 'object' && value !== null && 'type' in value ? (value as { type: unknown }).type : undefined;
+  return typeof tag === 'string' ? `a field of type '${tag}'` : `a value of type ${typeof value}`;
+}
+
+function valueText(value: number | string | undefined): string {
+  return value === undefined ? 'none' : `the value '${value}'`;
+}
