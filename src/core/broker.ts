@@ -223,13 +223,14 @@ export class Broker {
   }
 }
 
-/** Roughly the encoded size of a snapshot: 25 bytes per queued entry, documents' references, and room for the rest. */
+/** Roughly the encoded size of a snapshot: 25 bytes per queued entry, a few per document reference (deltas), room for the rest. */
 function snapshotBytesEstimate(state: BrokerState): number {
   let entries = 0;
   for (const session of state.sessions.values()) entries += session.pending.size;
   for (const queue of state.queues.values()) entries += queue.pending.size;
-  for (const collection of state.collections.values()) entries += collection.documents.size;
-  return 256 * 1024 + entries * 26;
+  let documents = 0;
+  for (const collection of state.collections.values()) documents += collection.documents.size;
+  return 256 * 1024 + entries * 26 + documents * 4;
 }
 
 /**

@@ -23,6 +23,9 @@ export class MessageReadError extends Error {
   }
 }
 
+/** A remembered LSN further than this past the window starts a new one (the window's slots cost 8 bytes each). */
+const windowGapSlotsMax = 65_536;
+
 /** Per cached message, beyond its payload and properties: the object, its strings and the map slot. */
 const cachedMessageOverheadBytes = 160;
 
@@ -59,6 +62,15 @@ export class MessageStore {
       this.slots = [];
       this.head = 0;
       this.firstLsn = lsn;
+    }
+    // Far past the window (a long stretch of other records since the last message): start a new
+    // window rather than fill the gap with empty slots — unless a cached record is still unappended.
+    const newest = this.slots[this.slots.length - 1];
+    if (lsn - this.firstLsn - this.slots.length > windowGapSlotsMax && (newest === undefined || newest.lsn < this.log.nextLsn)) {
+      this.slots = [];
+      this.head = 0;
+      this.firstLsn = lsn;
+      this.recentBytes = 0;
     }
     const index = lsn - this.firstLsn;
     if (index < this.head || this.slots[index] !== undefined) return;

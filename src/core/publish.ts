@@ -150,7 +150,9 @@ function planQueues(context: PublishContext, publication: Publication, records: 
   const { queueReadyMessagesMax, queueReadyBytesMax } = context.limits;
   const size = publication.payload.byteLength;
   let taking: QueueRuntime[] | undefined;
-  for (const [index, queue] of publication.queues.entries()) {
+  // Indexed, not entries() with destructuring: this runs for every publish.
+  for (let index = 0; index < publication.queues.length; index++) {
+    const queue = publication.queues[index]!;
     const { readyMessagesMax, readyBytesMax } = queue.limits;
     const messagesMax = Math.min(queueReadyMessagesMax, readyMessagesMax);
     const bytesMax = Math.min(queueReadyBytesMax, readyBytesMax);

@@ -8,33 +8,16 @@
 import { decode } from '@msgpack/msgpack';
 import fc from 'fast-check';
 import { Broker, type BrokerLog } from '../../src/core/broker.js';
-import type { AmqpConsumer, MqttClientLink, MqttOutgoingPublish, MqttSessionHandle, QueueDelivery } from '../../src/core/api.js';
+import type { MqttSessionHandle, QueueDelivery } from '../../src/core/api.js';
 import type { CoreLimits } from '../../src/core/limits.js';
 import { apply } from '../../src/projections/apply.js';
 import { decodeState, encodeState, type EncodedState } from '../../src/projections/snapshot-codec.js';
 import { initialState } from '../../src/projections/state.js';
+import { HoldingConsumer, RecordingLink } from './inspect-workload.js';
 
 export const ingestRoutes = [{ filter: 'a/#', collection: 'readings' }];
 /** Small bounds, so that sequences reach the drops and the limits. */
 const harnessLimits: Partial<CoreLimits> = { sessionQueueMessagesMax: 3, queueReadyMessagesMax: 4, sessionInflightMessagesMax: 2, snapshotEveryRecords: 0 };
-
-class FakeLink implements MqttClientLink {
-  readonly received: MqttOutgoingPublish[] = [];
-  readonly pubrels: number[] = [];
-  sendPublish(publish: MqttOutgoingPublish): boolean { this.received.push(publish); return true; }
-  sendPubrel(packetId: number): void { this.pubrels.push(packetId); }
-  takenOver(): void {}
-  readFailed(error: Error): void { throw error; }
-}
-
-class FakeConsumer implements AmqpConsumer {
-  readonly held: QueueDelivery[] = [];
-  constructor(readonly tag: string, readonly noAck: boolean, private readonly prefetch: number) {}
-  canAccept(): boolean { return this.prefetch === 0 || this.held.length < this.prefetch; }
-  deliver(delivery: QueueDelivery): void { if (!this.noAck) this.held.push(delivery); }
-  cancelledByBroker(): void { this.held.length = 0; }
-  readFailed(error: Error): void { throw error; }
-}
 
 const clients = ['c0', 'c1', 'c2'];
 const topics = ['a/b', 'a/c', 'x', 'a/b/c'];
@@ -74,8 +57,8 @@ export type BrokerCommand = typeof brokerCommand extends fc.Arbitrary<infer C> ?
 /** Drives a real broker core over `log` with commands, as MQTT and AMQP connections would. */
 export class BrokerHarness {
   readonly broker: Broker;
-  readonly handles = new Map<string, { handle: MqttSessionHandle; link: FakeLink }>();
-  readonly consumers: FakeConsumer[] = [];
+  readonly handles = new Map<string, { handle: MqttSessionHandle; link: RecordingLink }>();
+  readonly consumers: HoldingConsumer[] = [];
   readonly gotten: QueueDelivery[] = [];
   private consumerCount = 0;
 
@@ -91,7 +74,7 @@ export class BrokerHarness {
     try {
       switch (c.t) {
         case 'connect': {
-          const link = new FakeLink();
+          const link = new RecordingLink();
           const { session: handle, durable } = mqtt.connect(c.c, c.clean, link);
           await durable;
           handle.start();
@@ -108,7 +91,7 @@ export class BrokerHarness {
         case 'purge': await amqp.purgeQueue(c.q, 'o').durable; break;
         case 'bind': await (c.unbind ? amqp.unbindQueue(c.q, c.x, c.k, 'o') : amqp.bindQueue(c.q, c.x, c.k, 'o')); break;
         case 'amqpPublish': await amqp.publish({ exchange: c.x, routingKey: c.k, body: c.p, properties: new Uint8Array([0x10, 0, c.persistent ? 2 : 1]) }, { persistent: c.persistent, from: 'pub' }).durable; break;
-        case 'consume': { const consumer = new FakeConsumer(`t${this.consumerCount++}`, c.noAck, c.prefetch); amqp.consume(c.q, consumer, { exclusive: false, owner: 'o' }); this.consumers.push(consumer); break; }
+        case 'consume': { const consumer = new HoldingConsumer(`t${this.consumerCount++}`, c.noAck, c.prefetch); amqp.consume(c.q, consumer, { exclusive: false, owner: 'o' }); this.consumers.push(consumer); break; }
         case 'settle': this.settle(c.n, c.outcome); break;
         case 'get': { const { delivery } = amqp.get(c.q, { noAck: false, owner: 'o' }); if (delivery) this.gotten.push(delivery); break; }
         case 'snapshot': await this.broker.snapshot(); break;
@@ -123,7 +106,7 @@ export class BrokerHarness {
     await this.broker.flush();
   }
 
-  private async ackMqtt(session: { handle: MqttSessionHandle; link: FakeLink }, how: string, n: number): Promise<void> {
+  private async ackMqtt(session: { handle: MqttSessionHandle; link: RecordingLink }, how: string, n: number): Promise<void> {
     const withIds = session.link.received.filter((p) => p.packetId !== undefined);
     const target = withIds[n % Math.max(1, withIds.length)];
     if (how === 'pubcomp') { const id = session.link.pubrels[n % Math.max(1, session.link.pubrels.length)]; if (id !== undefined) session.handle.pubcomp(id); return; }

@@ -1,0 +1,64 @@
+/**
+ * MessageStore: a queued message's body comes from the recent-message cache or, once evicted, from the
+ * log; a record not appended yet is never evicted; and a message far past the cache's window starts a
+ * new window instead of growing one slot per LSN in between.
+ */
+import { describe, expect, it } from 'vitest';
+import { MessageStore, MessageReadError } from '../../src/core/message-store.js';
+import { RecordKind, type BrokerRecord } from '../../src/projections/records.js';
+import type { StoredMessage } from '../../src/projections/state.js';
+
+class FakeLog {
+  nextLsn = 1;
+  reads = 0;
+  readonly records = new Map<number, BrokerRecord>();
+  readRecord(lsn: number): BrokerRecord {
+    this.reads++;
+    const record = this.records.get(lsn);
+    if (!record) throw new Error(`no record at LSN ${lsn}`);
+    return record;
+  }
+  append(message: StoredMessage): void {
+    this.records.set(message.lsn, { lsn: message.lsn, timestamp: 1, kind: RecordKind.msg, body: { t: message.topic, p: message.payload } });
+    this.nextLsn = message.lsn + 1;
+  }
+}
+
+const messageAt = (lsn: number, bytes = 100): StoredMessage => ({ lsn, timestamp: 1, topic: `t${lsn}`, payload: new Uint8Array(bytes).fill(lsn & 0xff) });
+
+describe('MessageStore', () => {
+  it('serves recent messages from memory, evicted ones from the log, and never evicts an unappended one', () => {
+    const log = new FakeLog();
+    const store = new MessageStore(log, 1000);
+    for (let lsn = 1; lsn <= 20; lsn++) {
+      const message = messageAt(lsn);
+      store.remember(message);
+      log.append(message);
+    }
+    expect(store.cachedBytes).toBeLessThanOrEqual(1000);
+    expect(store.read(20).topic).toBe('t20');
+    expect(log.reads).toBe(0);
+    expect(store.read(1).topic).toBe('t1');
+    expect(log.reads).toBe(1);
+    // Not appended yet (a deferred publish): kept although over budget.
+    const pending = messageAt(21, 5000);
+    store.remember(pending);
+    expect(store.read(21)).toBe(pending);
+    expect(() => store.read(99)).toThrow(MessageReadError);
+  });
+
+  it('starts a new window for a message far past the last one', () => {
+    const log = new FakeLog();
+    const store = new MessageStore(log, 1 << 20);
+    const first = messageAt(1);
+    store.remember(first);
+    log.append(first);
+    const far = messageAt(10_000_000);
+    store.remember(far);
+    log.append(far);
+    expect(store.read(10_000_000)).toBe(far);
+    expect(store.cachedBytes).toBeLessThan(1000);
+    expect(store.read(1).topic).toBe('t1');
+    expect(log.reads).toBe(1);
+  });
+});
