@@ -6,18 +6,20 @@
  * Ready messages are references (entry-queue.ts): a persistent message in a
  * durable queue is its msg record's LSN, read back from the log (or the
  * recent-message cache) when it is delivered; only transient messages keep
- * their body here. A durable queue's durable entries are also in the
- * projection's QueueState: they enter through msg records and leave through
- * ack or drop records. Requeued messages go back to their seq position, so
+ * their body here. A durable queue's durable entries are not copied: they are
+ * the projection's QueueState (entering through msg records, leaving through
+ * ack or drop records), and the ready list is a view over it
+ * (ready-entries.ts). Requeued messages go back to their seq position, so
  * the queue keeps publish order as RabbitMQ does. Length limits (x-max-length,
  * x-max-length-bytes) count ready messages only, as RabbitMQ's do.
  */
-import { EntryFlag, EntryQueue, type EntryView } from '../projections/entry-queue.js';
+import { EntryFlag, type EntryView } from '../projections/entry-queue.js';
 import type { QueueArguments } from '../projections/records.js';
 import type { QueueState, StoredMessage } from '../projections/state.js';
 import { limitsOf, wouldOverflow, type QueueLimits } from './queue-arguments.js';
 import type { AmqpConsumer, AmqpMessage, QueueDelivery } from './api.js';
 import { swapSeparators } from './mqtt-sessions.js';
+import { ReadyEntries } from './ready-entries.js';
 
 /** A message taken off the ready list: delivered, maybe unacknowledged. */
 export interface QueueEntry {
@@ -34,8 +36,8 @@ export interface QueueEntry {
 }
 
 export class QueueRuntime {
-  /** Ready entries in ascending seq order; transient ones hold their message. */
-  ready = new EntryQueue<AmqpMessage>();
+  /** Ready entries in ascending seq order: a view over the durable queue's projection plus transient and requeued entries. */
+  readonly ready: ReadyEntries;
   readonly unacked = new Map<number, QueueEntry>();
   readonly consumers: AmqpConsumer[] = [];
   private nextConsumer = 0;
@@ -59,6 +61,7 @@ export class QueueRuntime {
   ) {
     this.nextSeq = state?.nextSeq ?? 1;
     this.limits = limitsOf(this.queueArguments);
+    this.ready = new ReadyEntries(state, amqpMessageOf);
   }
 
   get readyCount(): number {
@@ -87,25 +90,12 @@ export class QueueRuntime {
     this.ready.insert(seq, lsn, size, (durable ? EntryFlag.durable : 0) | (redelivered ? EntryFlag.redelivered : 0), held);
   }
 
-  /**
-   * At start-up: every message of the durable queue's projection is ready, in seq order, built
-   * column by column (a million inserts would cost a good part of the restart).
-   */
-  loadRecovered(state: QueueState, heldMessage: (message: StoredMessage) => AmqpMessage): void {
-    const columns = state.pending.columns();
-    const flags = new Uint8Array(columns.flags.length);
-    for (let i = 0; i < flags.length; i++) flags[i] = EntryFlag.durable | (columns.deliveries[i]! > 0 ? EntryFlag.redelivered : 0);
-    const held = new Map<number, AmqpMessage>();
-    for (const [seq, message] of state.pending.heldEntries()) held.set(seq, heldMessage(message));
-    this.ready = EntryQueue.fromColumns({ ...columns, flags }, held);
-  }
-
   /** Back to its place by seq, flagged redelivered; a durable one is read from the log again when it is next delivered. */
   requeue(entry: QueueEntry): void {
     this.push(entry.seq, entry.lsn, entry.size, entry.durable, true, entry.held ? entry.message : undefined);
   }
 
-  /** All ready entries, removed (purge). */
+  /** All ready entries, taken off the ready list (purge). */
   takeAllReady(): EntryView<AmqpMessage>[] {
     return this.ready.clear();
   }

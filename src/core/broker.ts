@@ -18,7 +18,7 @@ import { silentLogger, type Logger } from '../logger.js';
 import type { AmqpCore, MqttCore, Qos } from './api.js';
 import { AmqpCoreImpl } from './amqp-core.js';
 import { builtInExchanges, defaultExchange, ExchangeRuntime } from './amqp-exchange.js';
-import { amqpMessageOf, QueueRuntime } from './amqp-queue.js';
+import { QueueRuntime } from './amqp-queue.js';
 import { MessageStore } from './message-store.js';
 import { Committer } from './committer.js';
 import type { IngestRoute } from './ingest.js';
@@ -136,7 +136,6 @@ export class Broker {
     }
     for (const queueState of this.state.queues.values()) {
       const queue = new QueueRuntime(queueState.name, true, queueState.autoDelete, undefined, queueState, queueState.arguments);
-      queue.loadRecovered(queueState, amqpMessageOf);
       this.queues.set(queue.name, queue);
       this.exchanges.get(defaultExchange)!.bind(queue.name, queue.name);
     }
@@ -194,7 +193,7 @@ export class Broker {
       const lsn = this.state.lastLsn;
       // Sized up front and not copied out (an encoder of its own): grown by doubling and then copied,
       // a large snapshot left three times its size behind as garbage (RSS after a 1M-message fill).
-      const data = new Encoder({ initialBufferSize: snapshotBytesEstimate(this.state) }).encodeSharedRef(encodeState(this.state));
+      const data = new Encoder({ initialBufferSize: snapshotBytesEstimate(this.state) }).encodeSharedRef(encodeState(this.state, 'views'));
       // The pin comes from the snapshotted state, not a later one: an ack after it may not be durable yet.
       const keepFromLsn = oldestLiveMessage(this.state)?.lsn;
       this.committer.recordsSinceSnapshot = 0;

@@ -180,6 +180,13 @@ export class EntryQueue<M = never> {
     return i < this.end ? this.seqs[i] : undefined;
   }
 
+  /** The first live entry with a seq above `seq`. */
+  entryAfter(seq: number): EntryView<M> | undefined {
+    let i = this.upperBound(seq);
+    while (i < this.end && (this.flagBits[i]! & EntryFlag.removed) !== 0) i++;
+    return i < this.end ? this.viewAt(i) : undefined;
+  }
+
   /** Everything removed, returned in seq order. */
   clear(): EntryView<M>[] {
     const all = [...this.entries()];
@@ -200,6 +207,21 @@ export class EntryQueue<M = never> {
       sizes: this.sizes.slice(0, this.end),
       deliveries: this.deliveryCounts.slice(0, this.end),
       flags: this.flagBits.slice(0, this.end),
+    };
+  }
+
+  /**
+   * The same columns as views, not copies: valid only until the queue changes next. The snapshot encoder
+   * reads them synchronously (copies of a million entries' columns were garbage of 25 bytes an entry).
+   */
+  columnViews(): EntryColumns {
+    this.compact();
+    return {
+      seqs: this.seqs.subarray(0, this.end),
+      lsns: this.lsns.subarray(0, this.end),
+      sizes: this.sizes.subarray(0, this.end),
+      deliveries: this.deliveryCounts.subarray(0, this.end),
+      flags: this.flagBits.subarray(0, this.end),
     };
   }
 

@@ -1,0 +1,131 @@
+/**
+ * The ready list of an AMQP queue, as a view over the queue's projection
+ * rather than a copy of it: a durable queue's persistent messages are already
+ * entries of its QueueState (seq, LSN, size, delivery count), so the run time
+ * keeps only what the projection cannot know:
+ *
+ * - `cursor`: every projection entry at or below it has been taken off the
+ *   ready list (delivered and unacknowledged, or settled and about to leave
+ *   the projection through its ack or drop record); the entries above it are
+ *   ready, in seq order.
+ * - `extra`: entries that are ready but not above the cursor or not in the
+ *   projection at all: requeued durable messages (back at their seq place),
+ *   and transient messages, which hold their body (never logged).
+ * - `tail`: durable messages published in this tick whose msg record is not
+ *   applied yet (Committer.commitDeferred); once the projection's nextSeq
+ *   passes them they are the projection's (`absorbApplied`).
+ *
+ * The head is the smallest seq of the three. Counts and bytes are kept as
+ * running totals, so length limits cost nothing per publish.
+ */
+import { EntryFlag, EntryQueue, type EntryView } from '../projections/entry-queue.js';
+import type { QueueState, StoredMessage } from '../projections/state.js';
+import type { AmqpMessage } from './api.js';
+
+export class ReadyEntries {
+  private cursor = 0;
+  private readonly extra = new EntryQueue<AmqpMessage>();
+  private readonly tail = new EntryQueue<AmqpMessage>();
+  /** Projection entries above the cursor (all ready). */
+  private aboveCursor = 0;
+  private aboveCursorBytes = 0;
+
+  constructor(
+    /** The projection of a durable queue; undefined for a transient queue (everything held in `extra`). */
+    private readonly durable: QueueState | undefined,
+    /** A message the projection holds itself (read from a format-1 snapshot), as a consumer sees it. */
+    private readonly heldMessage: (message: StoredMessage) => AmqpMessage,
+  ) {
+    // At start-up everything the projection holds is ready.
+    if (durable) {
+      this.aboveCursor = durable.pending.size;
+      this.aboveCursorBytes = durable.pending.bytes;
+    }
+  }
+
+  get size(): number {
+    this.absorbApplied();
+    return this.extra.size + this.tail.size + this.aboveCursor;
+  }
+
+  get bytes(): number {
+    this.absorbApplied();
+    return this.extra.bytes + this.tail.bytes + this.aboveCursorBytes;
+  }
+
+  /**
+   * Put an entry on the ready list: a new durable message (its msg record may not be applied yet),
+   * a requeued one, or a transient one with its body.
+   */
+  insert(seq: number, lsn: number, size: number, flags: number, held?: AmqpMessage, deliveries = 0): void {
+    const isNew = held === undefined && this.durable !== undefined && seq >= this.durable.nextSeq;
+    (isNew ? this.tail : this.extra).insert(seq, lsn, size, flags, held, deliveries);
+  }
+
+  /** The head without taking it. */
+  first(): EntryView<AmqpMessage> | undefined {
+    this.absorbApplied();
+    const [view] = this.head();
+    return view;
+  }
+
+  /** Take the head off the ready list. */
+  shift(): EntryView<AmqpMessage> | undefined {
+    this.absorbApplied();
+    const [view, source] = this.head();
+    if (view === undefined) return undefined;
+    if (source === 'projection') {
+      this.aboveCursor--;
+      this.aboveCursorBytes -= view.size;
+    } else {
+      (source === 'extra' ? this.extra : this.tail).shift();
+    }
+    // Nothing in the projection lies between the old cursor and this seq (it is the smallest ready one).
+    if (this.durable && view.seq > this.cursor && (view.flags & EntryFlag.durable) !== 0) this.cursor = view.seq;
+    return view;
+  }
+
+  /** Everything ready, taken off the list (purge), in seq order. */
+  clear(): EntryView<AmqpMessage>[] {
+    const all: EntryView<AmqpMessage>[] = [];
+    for (let view = this.shift(); view !== undefined; view = this.shift()) all.push(view);
+    return all;
+  }
+
+  private head(): [EntryView<AmqpMessage> | undefined, 'extra' | 'tail' | 'projection'] {
+    let best = this.extra.first();
+    let source: 'extra' | 'tail' | 'projection' = 'extra';
+    const tailHead = this.tail.first();
+    if (tailHead !== undefined && (best === undefined || tailHead.seq < best.seq)) {
+      best = tailHead;
+      source = 'tail';
+    }
+    if (this.aboveCursor > 0) {
+      const entry = this.durable!.pending.entryAfter(this.cursor);
+      if (entry !== undefined && (best === undefined || entry.seq < best.seq)) {
+        const redelivered = entry.deliveries > 0 ? EntryFlag.redelivered : 0;
+        const held = entry.held === undefined ? undefined : this.heldMessage(entry.held);
+        return [{ seq: entry.seq, lsn: entry.lsn, size: entry.size, deliveries: entry.deliveries, flags: EntryFlag.durable | redelivered, held }, 'projection'];
+      }
+    }
+    return [best, source];
+  }
+
+  /**
+   * Tail entries whose msg record has been applied now live in the projection: counted there when
+   * still above the cursor; one taken and requeued before its record was applied is an extra.
+   */
+  private absorbApplied(): void {
+    const durable = this.durable;
+    if (durable === undefined) return;
+    for (let entry = this.tail.first(); entry !== undefined && entry.seq < durable.nextSeq; entry = this.tail.first()) {
+      this.tail.shift();
+      if (entry.seq > this.cursor) {
+        this.aboveCursor++;
+        this.aboveCursorBytes += entry.size;
+      } else {
+        this.extra.insert(entry.seq, entry.lsn, entry.size, entry.flags, undefined, entry.deliveries);
+      }
+    }
+  }
+}
