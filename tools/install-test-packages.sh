@@ -6,6 +6,7 @@
 #   rabbitmqadmin (management API tests)               rabbitmq-server
 #   promtool (metrics exposition check)                prometheus
 #   chromium (web console, headless via playwright)    chromium
+#   paho-mqtt (MQTT 5 check from Python)               python3-paho-mqtt
 # Only the tools are used, so neither service may start: a policy-rc.d that
 # answers 101 ("not allowed") keeps invoke-rc.d from starting them.
 set -euo pipefail
@@ -15,6 +16,7 @@ apt_packages=()
 [ -x /usr/bin/promtool ] || apt_packages+=(prometheus)
 { command -v mosquitto_pub && command -v mosquitto_sub; } >/dev/null || apt_packages+=(mosquitto-clients)
 [ -x /usr/bin/chromium ] || apt_packages+=(chromium)
+/usr/bin/python3 -c 'import paho.mqtt.client' 2>/dev/null || apt_packages+=(python3-paho-mqtt)
 [ ${#apt_packages[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then

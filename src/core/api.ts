@@ -63,6 +63,8 @@ export interface MqttClientLink {
   takenOver(): void;
   /** A queued message could not be read back from the log (a damaged segment): log it and close this connection; the message stays queued. */
   readFailed(error: Error): void;
+  /** The most QoS 1/2 deliveries the client takes unacknowledged (MQTT 5 Receive Maximum); absent: the broker's own window. */
+  readonly inflightMax?: number | undefined;
 }
 
 export interface MqttIncomingPublish {
@@ -98,6 +100,8 @@ export interface MqttSessionHandle {
   /** Call after SUBACK is written: delivers retained values matching the newly granted filters [MQTT-3.3.1-6]. */
   sendRetained(filters: readonly string[]): void;
   unsubscribe(filters: readonly string[]): Durable;
+  /** Whether this session holds a subscription to exactly this filter (MQTT 5's UNSUBACK says so). */
+  subscribed(filter: string): boolean;
   publish(publish: MqttIncomingPublish): MqttPublishResult;
   /** Inbound QoS 2 PUBREL: forget the packet id; send PUBCOMP after this. */
   pubrel(packetId: number): Durable;

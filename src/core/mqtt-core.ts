@@ -166,6 +166,10 @@ class SessionHandle implements MqttSessionHandle {
     this.context.delivery.pump(this.session);
   }
 
+  subscribed(filter: string): boolean {
+    return this.live && this.session.state.subscriptions.has(filter);
+  }
+
   unsubscribe(filters: readonly string[]): Durable {
     if (!this.live) return undefined;
     const records: PendingRecord[] = [];

@@ -95,7 +95,8 @@ export class SessionDelivery {
   pump(session: SessionRuntime): void {
     const link = session.link;
     if (!link) return;
-    const window = this.limits.sessionInflightMessagesMax;
+    // An MQTT 5 client's Receive Maximum narrows the window [MQTT-4.9.0-1].
+    const window = Math.min(this.limits.sessionInflightMessagesMax, link.inflightMax ?? Infinity);
     while (session.inflight.size + session.state.rel.size < window) {
       const seq = session.nextToSend();
       if (seq === undefined) return;

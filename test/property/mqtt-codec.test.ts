@@ -9,19 +9,16 @@
  * The seed is printed; rerun with FC_SEED=<seed> to replay a failure.
  */
 import fc from 'fast-check';
-import { generate, parser as createParser, type Packet } from 'mqtt-packet';
+import { generate, type Packet } from 'mqtt-packet';
 import { describe, expect, it } from 'vitest';
 import { encodePublish, encodeSuback, PacketDecoder } from '../../src/protocols/mqtt/codec.js';
 import { PacketFramer } from '../../src/protocols/mqtt/framer.js';
+import { decodeReference, packetId, qos, topicName } from '../support/mqtt-arbitraries.js';
 
 const seed = Number(process.env['FC_SEED'] ?? Date.now() % 2 ** 31);
 console.info(`mqtt-codec properties: seed ${seed}`);
 const parameters = { seed, numRuns: 200 };
 
-const packetId = fc.integer({ min: 1, max: 0xffff });
-const qos = fc.constantFrom<0 | 1 | 2>(0, 1, 2);
-const level = fc.stringMatching(/^[a-z0-9]{0,6}$/);
-const topicName = fc.array(level, { minLength: 1, maxLength: 4 }).map((levels) => levels.join('/')).filter((topic) => topic.length > 0);
 const payload = fc.uint8Array({ maxLength: 600 }).map((bytes) => Buffer.from(bytes));
 
 const clientPacket: fc.Arbitrary<Packet> = fc.oneof(
@@ -145,15 +142,3 @@ describe('encoders', () => {
     );
   });
 });
-
-function decodeReference(bytes: Buffer): Packet {
-  const parser = createParser({ protocolVersion: 4 });
-  const packets: Packet[] = [];
-  parser.on('packet', (packet: Packet) => packets.push(packet));
-  parser.on('error', (error: Error) => {
-    throw error;
-  });
-  parser.parse(bytes);
-  if (packets.length !== 1 || packets[0] === undefined) throw new Error(`expected one packet, got ${packets.length}`);
-  return packets[0];
-}

@@ -1,5 +1,5 @@
 /**
- * A raw MQTT 3.1.1 client over a plain socket, for tests that must control
+ * A raw MQTT 3.1.1 or 5 client over a plain socket, for tests that must control
  * exactly which packets are sent (e.g. withhold a PUBCOMP, resend with DUP).
  * It reuses mqtt-packet's codec; only real clients (MQTT.js) prove compatibility.
  */
@@ -11,8 +11,11 @@ export class RawMqttClient {
   private waiters: Array<() => void> = [];
   closed = false;
 
-  private constructor(private readonly socket: Socket) {
-    const parser = mqttPacket.parser({ protocolVersion: 4 });
+  private constructor(
+    private readonly socket: Socket,
+    readonly protocolVersion: 4 | 5,
+  ) {
+    const parser = mqttPacket.parser({ protocolVersion });
     parser.on('packet', (packet: Packet) => {
       this.received.push(packet);
       for (const wake of this.waiters.splice(0)) wake();
@@ -22,15 +25,15 @@ export class RawMqttClient {
     socket.on('error', () => undefined);
   }
 
-  static open(port: number): Promise<RawMqttClient> {
+  static open(port: number, protocolVersion: 4 | 5 = 4): Promise<RawMqttClient> {
     return new Promise((resolve, reject) => {
-      const socket = connect({ port, host: '127.0.0.1', noDelay: true }, () => resolve(new RawMqttClient(socket)));
+      const socket = connect({ port, host: '127.0.0.1', noDelay: true }, () => resolve(new RawMqttClient(socket, protocolVersion)));
       socket.once('error', reject);
     });
   }
 
   send(packet: Record<string, unknown>): void {
-    this.socket.write(mqttPacket.generate(packet as unknown as Packet));
+    this.socket.write(mqttPacket.generate(packet as unknown as Packet, { protocolVersion: this.protocolVersion }));
   }
 
   writeRaw(bytes: Uint8Array): void {
@@ -60,8 +63,8 @@ export class RawMqttClient {
     }
   }
 
-  async connect(clientId: string, clean: boolean): Promise<Packet> {
-    this.send({ cmd: 'connect', protocolId: 'MQTT', protocolVersion: 4, clean, clientId, keepalive: 60 });
+  async connect(clientId: string, clean: boolean, properties?: Record<string, unknown>): Promise<Packet> {
+    this.send({ cmd: 'connect', protocolId: 'MQTT', protocolVersion: this.protocolVersion, clean, clientId, keepalive: 60, ...(properties ? { properties } : {}) });
     return this.waitFor((p) => p.cmd === 'connack');
   }
 

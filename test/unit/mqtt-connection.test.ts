@@ -93,6 +93,9 @@ class FakeCore implements MqttCore {
         for (const filter of filters) session.subscriptions.delete(filter);
         return core.durable();
       },
+      subscribed(filter) {
+        return session.subscriptions.has(filter);
+      },
       publish(publish) {
         core.published.push(publish);
         core.route(publish);
@@ -297,10 +300,12 @@ describe('CONNECT and CONNACK', () => {
     expect(await raw.closesWithin(1_000)).toBe(true);
   });
 
-  it('answers MQTT 5 with CONNACK 1', async () => {
+  it('answers an MQTT 5 CONNECT without its properties field with CONNACK 0x81 Malformed Packet, then closes', async () => {
     const raw = await client();
     raw.sendBytes(rawConnect('MQTT', 5));
-    expect(await raw.next()).toMatchObject({ cmd: 'connack', returnCode: 1 });
+    // Read by a 3.1.1 parser: the v5 reason code sits where the return code was.
+    expect(await raw.next()).toMatchObject({ cmd: 'connack', returnCode: 0x81 });
+    expect(await raw.closesWithin(1_000)).toBe(true);
   });
 
   it('closes without CONNACK on a wrong protocol name [MQTT-3.1.2-1]', async () => {

@@ -20,10 +20,18 @@
  *   topic and QoS [MQTT-3.1.2-14], nothing after its last field;
  * - every string: well-formed UTF-8 [MQTT-1.5.3-1] without U+0000 [MQTT-1.5.3-2].
  *
+ * MQTT 5 (protocol level 5) changes three of these: acknowledgements and
+ * DISCONNECT may carry a reason code and properties after their fixed part,
+ * a PUBLISH may have an empty topic when it carries a topic alias
+ * [MQTT-3.3.2-1], and AUTH is a client packet. Its properties follow
+ * v5-property-rules.ts; a violation there carries the reason code for the
+ * DISCONNECT or CONNACK.
+ *
  * What a packet means in context (a second CONNECT, a filter the broker will
  * not grant, a limit) is the connection's and the handlers' business.
  */
 import type {
+  IAuthPacket,
   IConnectPacket,
   IDisconnectPacket,
   IPingreqPacket,
@@ -37,7 +45,12 @@ import type {
   Packet,
 } from 'mqtt-packet';
 import { validateTopicName } from '../../core/topic-filter.js';
+import type { ReasonCode } from './reason-codes.js';
 import { findStringFieldProblem } from './string-fields.js';
+import { v5PropertiesProblem } from './v5-property-rules.js';
+
+/** The protocol levels Cairn speaks: 4 is MQTT 3.1.1, 5 is MQTT 5.0. */
+export type ProtocolVersion = 4 | 5;
 
 /** A packet that must carry an identifier, once checked: it does, and it is in 1…65535. */
 type WithPacketId<P> = P & { readonly messageId: number };
@@ -56,50 +69,61 @@ export type ClientPacket =
   | WithPacketId<ISubscribePacket>
   | WithPacketId<IUnsubscribePacket>
   | IPingreqPacket
-  | IDisconnectPacket;
+  | IDisconnectPacket
+  | IAuthPacket;
 
 /** The checked packet of one type, for its handler: ClientPacketOf<'puback'> has a messageId. */
 export type ClientPacketOf<C extends ClientPacket['cmd']> = Extract<ClientPacket, { readonly cmd: C }>;
 
 export type DecodeResult =
   | { readonly kind: 'packet'; readonly packet: ClientPacket }
-  | { readonly kind: 'malformed'; readonly reason: string };
+  | { readonly kind: 'malformed'; readonly reason: string; readonly reasonCode?: ReasonCode };
 
 const packetIdMax = 0xffff;
 
 /** `bytes` is the whole packet `packet` was decoded from. */
-export function checkClientPacket(packet: Packet, bytes: Buffer): DecodeResult {
-  const problem = findProblem(packet, bytes);
+export function checkClientPacket(packet: Packet, bytes: Buffer, protocolVersion: ProtocolVersion): DecodeResult {
+  // A CONNECT names its own version; every later packet is read at the connection's.
+  const version = packet.cmd === 'connect' ? packet.protocolVersion : protocolVersion;
+  if (version === 5) {
+    const propertyProblem = v5PropertiesProblem(packet);
+    if (propertyProblem !== undefined) return { kind: 'malformed', ...propertyProblem };
+  }
+  const problem = findProblem(packet, bytes, version === 5);
   // The cast is what the checks above proved: e.g. a packet id is present where ClientPacket says so.
   return problem === undefined ? { kind: 'packet', packet: packet as ClientPacket } : { kind: 'malformed', reason: problem };
 }
 
-function findProblem(packet: Packet, bytes: Buffer): string | undefined {
+function findProblem(packet: Packet, bytes: Buffer, v5: boolean): string | undefined {
   switch (packet.cmd) {
     case 'connect':
-      return connectProblem(packet, bytes);
+      return connectProblem(packet, bytes, v5);
     case 'publish':
-      return publishProblem(packet, bytes);
+      return publishProblem(packet, bytes, v5);
     case 'puback':
     case 'pubrec':
     case 'pubrel':
     case 'pubcomp':
-      return lengthProblem(packet, 2) ?? packetIdProblem(packet);
+      // MQTT 5 may add a reason code and properties after the packet id [MQTT-3.4.2-1].
+      return (v5 ? undefined : lengthProblem(packet, 2)) ?? packetIdProblem(packet);
     case 'subscribe':
       return (
         packetIdProblem(packet) ??
         (packet.subscriptions.length === 0 ? 'SUBSCRIBE without a topic filter [MQTT-3.8.3-3]' : undefined) ??
-        stringsProblem(packet.subscriptions.map((subscription) => subscription.topic), bytes)
+        stringsProblem(packet.subscriptions.map((subscription) => subscription.topic), bytes, v5)
       );
     case 'unsubscribe':
       return (
         packetIdProblem(packet) ??
         (packet.unsubscriptions.length === 0 ? 'UNSUBSCRIBE without a topic filter [MQTT-3.10.3-2]' : undefined) ??
-        stringsProblem(packet.unsubscriptions, bytes)
+        stringsProblem(packet.unsubscriptions, bytes, v5)
       );
     case 'pingreq':
-    case 'disconnect':
       return lengthProblem(packet, 0);
+    case 'disconnect':
+      return v5 ? undefined : lengthProblem(packet, 0);
+    case 'auth':
+      return v5 ? undefined : 'AUTH exists only in MQTT 5';
     default:
       return `${packet.cmd.toUpperCase()} is not a packet a client may send`;
   }
@@ -117,19 +141,21 @@ function lengthProblem(packet: Packet, remainingLength: number): string | undefi
   return `${packet.cmd.toUpperCase()} must have a remaining length of ${remainingLength}, has ${packet.length ?? '?'}`;
 }
 
-function publishProblem(packet: IPublishPacket, bytes: Buffer): string | undefined {
+function publishProblem(packet: IPublishPacket, bytes: Buffer, v5: boolean): string | undefined {
   if (packet.qos > 0) {
     const problem = packetIdProblem(packet);
     if (problem !== undefined) return problem;
   } else if (packet.dup) {
     return 'PUBLISH with QoS 0 must not have DUP set [MQTT-3.3.1-2]';
   }
+  // An empty topic with a topic alias means the topic the alias stands for [MQTT-3.3.2-1]; the connection resolves it.
+  if (v5 && packet.topic === '' && packet.properties?.topicAlias !== undefined) return undefined;
   const topicProblem = validateTopicName(packet.topic);
   if (topicProblem !== undefined) return `PUBLISH topic '${packet.topic.slice(0, 128)}': ${topicProblem}`;
-  return stringsProblem([packet.topic], bytes);
+  return stringsProblem([packet.topic], bytes, v5);
 }
 
-function connectProblem(packet: IConnectPacket, bytes: Buffer): string | undefined {
+function connectProblem(packet: IConnectPacket, bytes: Buffer, v5: boolean): string | undefined {
   if (packet.password !== undefined && packet.username === undefined) {
     return 'password flag set without the user name flag [MQTT-3.1.2-22]';
   }
@@ -140,7 +166,7 @@ function connectProblem(packet: IConnectPacket, bytes: Buffer): string | undefin
     if (topicProblem !== undefined) return `will topic: ${topicProblem}`;
   }
   const strings = [packet.clientId, ...(packet.username === undefined ? [] : [packet.username])];
-  return nullCharacterProblem(strings) ?? findStringFieldProblem(bytes);
+  return nullCharacterProblem(strings) ?? findStringFieldProblem(bytes, v5);
 }
 
 /**
@@ -148,9 +174,9 @@ function connectProblem(packet: IConnectPacket, bytes: Buffer): string | undefin
  * one or the decoder's stand-in for ill-formed bytes: only then are the bytes
  * themselves checked (string-fields.ts), so well-behaved traffic pays nothing.
  */
-function stringsProblem(strings: readonly string[], bytes: Buffer): string | undefined {
+function stringsProblem(strings: readonly string[], bytes: Buffer, v5: boolean): string | undefined {
   const replacementSeen = strings.some((value) => value.includes('\ufffd'));
-  return nullCharacterProblem(strings) ?? (replacementSeen ? findStringFieldProblem(bytes) : undefined);
+  return nullCharacterProblem(strings) ?? (replacementSeen ? findStringFieldProblem(bytes, v5) : undefined);
 }
 
 function nullCharacterProblem(strings: readonly string[]): string | undefined {

@@ -20,19 +20,21 @@
 import { generate, parser as createParser, type Packet, type Parser } from 'mqtt-packet';
 import { AssertionError, assert } from '../../assert.js';
 import type { MqttOutgoingPublish } from '../../core/api.js';
-import { checkClientPacket, type DecodeResult } from './client-packet-rules.js';
+import { checkClientPacket, type DecodeResult, type ProtocolVersion } from './client-packet-rules.js';
 import { readFixedHeader } from './framer.js';
 import type { IPubackPacket, IPublishPacket } from 'mqtt-packet';
 
-export type { ClientPacket, DecodeResult } from './client-packet-rules.js';
+export type { ClientPacket, DecodeResult, ProtocolVersion } from './client-packet-rules.js';
 
 /**
  * Decodes whole packets for one connection. Holds one mqtt-packet parser (it
- * switches to the CONNECT's protocol version after a CONNECT; we refuse any
- * version but 4 before that matters).
+ * switches to the CONNECT's protocol version after a CONNECT; checkConnectProtocol
+ * refuses any version but 4 and 5 before that matters). `protocolVersion`
+ * follows the CONNECT too, for the fast decoder and the packet rules.
  */
 export class PacketDecoder {
   private readonly parser: Parser = createParser({ protocolVersion: 4 });
+  private protocolVersionValue: ProtocolVersion = 4;
   private decoded: Packet | undefined;
   private error: string | undefined;
 
@@ -46,10 +48,14 @@ export class PacketDecoder {
     });
   }
 
+  get protocolVersion(): ProtocolVersion {
+    return this.protocolVersionValue;
+  }
+
   /** `bytes` must be exactly one packet, as cut by PacketFramer. */
   decode(bytes: Buffer): DecodeResult {
-    const fast = decodeHotPacket(bytes);
-    if (fast !== undefined) return checkClientPacket(fast, bytes);
+    const fast = decodeHotPacket(bytes, this.protocolVersionValue);
+    if (fast !== undefined) return checkClientPacket(fast, bytes, this.protocolVersionValue);
     this.decoded = undefined;
     this.error = undefined;
     let left: number;
@@ -64,7 +70,8 @@ export class PacketDecoder {
     const error = this.error as string | undefined;
     if (error !== undefined) return { kind: 'malformed', reason: error };
     if (decoded === undefined || left !== 0) return { kind: 'malformed', reason: 'packet shorter than its remaining length' };
-    return checkClientPacket(decoded, bytes);
+    if (decoded.cmd === 'connect' && decoded.protocolVersion === 5) this.protocolVersionValue = 5;
+    return checkClientPacket(decoded, bytes, this.protocolVersionValue);
   }
 }
 
@@ -75,14 +82,19 @@ export class PacketDecoder {
  * mqtt-packet, so errors and their reasons stay exactly its own. The result
  * has the fields mqtt-packet would give; the payload is a view of `bytes`.
  *
- *   PUBLISH  3<dup qos qos retain> <remaining length> <topic length: 2> <topic> [<packet id: 2> if QoS > 0] <payload>
- *   PUBACK   40 02 <packet id: 2>
+ *   PUBLISH  3<dup qos qos retain> <remaining length> <topic length: 2> <topic> [<packet id: 2> if QoS > 0]
+ *            [<properties length: 00> if MQTT 5] <payload>
+ *   PUBACK   40 02 <packet id: 2>            (MQTT 5: reason code 0 and no properties)
+ *
+ * A v5 PUBLISH with properties goes to mqtt-packet.
  */
-export function decodeHotPacket(bytes: Buffer): IPublishPacket | IPubackPacket | undefined {
+export function decodeHotPacket(bytes: Buffer, protocolVersion: ProtocolVersion = 4): IPublishPacket | IPubackPacket | undefined {
   const firstByte = bytes[0];
   if (firstByte === 0x40 && bytes.length === 4 && bytes[1] === 0x02) {
     // The same object mqtt-packet's parser builds, so the two decoders stay interchangeable.
-    return { cmd: 'puback', retain: false, qos: 0, dup: false, length: 2, topic: null, payload: null, messageId: bytes.readUInt16BE(2) } as IPubackPacket;
+    const puback = { cmd: 'puback', retain: false, qos: 0, dup: false, length: 2, topic: null, payload: null, messageId: bytes.readUInt16BE(2) } as IPubackPacket;
+    if (protocolVersion === 5) puback.reasonCode = 0;
+    return puback;
   }
   if (firstByte === undefined || firstByte >> 4 !== 3) return undefined;
   const qosBits = (firstByte >> 1) & 0x03;
@@ -93,7 +105,9 @@ export function decodeHotPacket(bytes: Buffer): IPublishPacket | IPubackPacket |
   const topicStart = header.headerBytes + 2;
   if (topicStart > bytes.length) return undefined;
   const topicEnd = topicStart + bytes.readUInt16BE(header.headerBytes);
-  const payloadStart = qos > 0 ? topicEnd + 2 : topicEnd;
+  const propertiesStart = qos > 0 ? topicEnd + 2 : topicEnd;
+  if (protocolVersion === 5 && bytes[propertiesStart] !== 0) return undefined;
+  const payloadStart = protocolVersion === 5 ? propertiesStart + 1 : propertiesStart;
   if (payloadStart > bytes.length) return undefined;
   const packet: IPublishPacket = {
     cmd: 'publish',
@@ -158,7 +172,8 @@ export function encodeSuback(packetId: number, granted: ReadonlyArray<number>): 
   return generate({ cmd: 'suback', messageId: packetId, granted: [...granted] }, { protocolVersion: 4 });
 }
 
-export function encodePublish(publish: MqttOutgoingPublish): Buffer {
+/** A v5 PUBLISH always has its properties length (0 when there are none); `properties` only count at level 5. */
+export function encodePublish(publish: MqttOutgoingPublish, protocolVersion: ProtocolVersion = 4, properties?: IPublishPacket['properties']): Buffer {
   assert((publish.qos === 0) === (publish.packetId === undefined), 'a PUBLISH has a packet id exactly when its QoS > 0');
   const payload = Buffer.isBuffer(publish.payload)
     ? publish.payload
@@ -172,5 +187,6 @@ export function encodePublish(publish: MqttOutgoingPublish): Buffer {
     dup: publish.dup,
   };
   if (publish.packetId !== undefined) packet.messageId = publish.packetId;
-  return generate(packet, { protocolVersion: 4 });
+  if (protocolVersion === 5 && properties !== undefined) packet.properties = properties;
+  return generate(packet, { protocolVersion });
 }

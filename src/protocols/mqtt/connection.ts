@@ -1,5 +1,5 @@
 /**
- * One MQTT 3.1.1 connection: bytes in → framer → codec → one flat dispatch on
+ * One MQTT 3.1.1 or MQTT 5 connection: bytes in → framer → codec → one flat dispatch on
  * the packet type → one handler per packet (handlers/); packets out through
  * `write`, coalesced per tick.
  *
@@ -18,6 +18,9 @@
  * - Only `fail` turns errors into wire reactions (CONNACK code or close), and
  *   only `close` ends the connection: it runs once, detaches the session, and
  *   publishes the will unless the close was a DISCONNECT or a takeover.
+ * - The protocol level is fixed by the CONNECT: `encoder` writes every packet
+ *   at that level; an MQTT 5 client is told why the server closes (a CONNACK
+ *   or DISCONNECT reason code, reason-codes.ts) before the close.
  */
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
@@ -26,7 +29,7 @@ import { BrokerError, type Durable, type MqttClientLink, type MqttCore, type Mqt
 import type { AclSource } from '../../auth/acl-file.js';
 import type { Users } from '../../auth/users.js';
 import { socketDescription, type ConnectionDescription, type DescribedTransport, type ManagedConnection } from '../connection-description.js';
-import { encodeConnack, encodePublish, encodePubrel, PacketDecoder, type ClientPacket } from './codec.js';
+import { PacketDecoder, peekConnectProtocol, type ClientPacket, type ProtocolVersion } from './codec.js';
 import { isNormalClose, MqttConnectRefusedError, MqttLogFailedError, MqttProtocolError, type CloseReason } from './errors.js';
 import { PacketFramer } from './framer.js';
 import { checkConnectProtocol, handleConnect } from './handlers/connect.js';
@@ -40,6 +43,9 @@ import { handlePubrel } from './handlers/pubrel.js';
 import { handleSubscribe } from './handlers/subscribe.js';
 import { handleUnsubscribe } from './handlers/unsubscribe.js';
 import type { MqttLimits } from './limits.js';
+import { encoder311, encoderFor, type ConnackProperties, type PacketEncoder, type PublishProperties } from './packet-encoder.js';
+import { disconnectReasonCodeOf, ReasonCode } from './reason-codes.js';
+import { InboundTopicAliases } from './topic-aliases.js';
 import { unrestrictedTopicAccess, type AccessDeniedListener, type MqttTopicAccess } from './topic-access.js';
 
 /** What every connection of one server shares. */
@@ -97,6 +103,16 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
   private username: string | undefined = undefined;
   /** Set at CONNECT, once the user name is known. */
   topicAccess: MqttTopicAccess = unrestrictedTopicAccess;
+  /** Writes packets at the CONNECT's protocol level (3.1.1 until a v5 CONNECT arrives). */
+  encoder: PacketEncoder = encoder311;
+  /** MQTT 5: the topic aliases this client set up (none in 3.1.1). */
+  topicAliases = new InboundTopicAliases(0);
+  /** MQTT 5: the client's Receive Maximum, the most QoS 1/2 deliveries it takes unacknowledged; the core's window is at most this. */
+  inflightMax: number | undefined = undefined;
+  /** MQTT 5: the largest packet the client accepts [MQTT-3.1.2-24]. */
+  clientPacketBytesMax: number | undefined = undefined;
+  /** MQTT 5: ids of the client's QoS 1/2 PUBLISHes not yet finished (PUBACK or PUBCOMP sent), bounded by our Receive Maximum. */
+  private readonly inboundUnfinished = new Set<number>();
 
   constructor(
     readonly socket: MqttTransport,
@@ -132,6 +148,10 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
 
   get clientId(): string | undefined {
     return this.clientIdValue;
+  }
+
+  get protocolVersion(): ProtocolVersion {
+    return this.encoder.protocolVersion;
   }
 
   /** The session of a connected client; handlers of post-CONNECT packets may rely on it. */
@@ -235,9 +255,16 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
   /** Decode one whole packet and dispatch it; every error it raises goes through fail(). */
   private handlePacket(bytes: Buffer): void {
     try {
-      if (this.stateValue === 'awaiting-connect') checkConnectProtocol(bytes);
+      if (this.stateValue === 'awaiting-connect') {
+        checkConnectProtocol(bytes);
+        // From here on a refusal of this CONNECT is answered at its level (a v5 CONNACK reason code).
+        if (peekConnectProtocol(bytes)?.level === 5) this.encoder = encoderFor(5);
+      }
       const decoded = this.decoder.decode(bytes);
-      if (decoded.kind === 'malformed') throw new MqttProtocolError(decoded.reason, 'malformed-packet');
+      if (decoded.kind === 'malformed') {
+        const code = decoded.reasonCode === ReasonCode.protocolError ? 'protocol-violation' : 'malformed-packet';
+        throw new MqttProtocolError(decoded.reason, code, undefined, decoded.reasonCode);
+      }
       this.dispatch(decoded.packet);
     } catch (error: unknown) {
       this.fail(error);
@@ -287,7 +314,11 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
       case 'pingreq':
         return handlePingreq(this);
       case 'disconnect':
-        return handleDisconnect(this);
+        return handleDisconnect(this, packet);
+      case 'auth':
+        // Enhanced authentication is not implemented: a CONNECT with a method got CONNACK 0x8C [MQTT-4.12.0-1], so
+        // no connected client asked for it and an AUTH is a protocol error (0x8C is not a DISCONNECT reason code).
+        throw new MqttProtocolError('AUTH without an authentication method in CONNECT [MQTT-4.12.0-2]', 'protocol-violation', 'auth', ReasonCode.protocolError);
     }
   }
 
@@ -311,10 +342,10 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
     this.loggerValue = this.loggerValue.child({ clientId });
   }
 
-  /** The session's records are durable: CONNACK 0, start the session, read on. */
-  accepted(sessionPresent: boolean, keepAliveSeconds: number): void {
+  /** The session's records are durable: CONNACK 0 (with its v5 properties), start the session, read on. */
+  accepted(sessionPresent: boolean, keepAliveSeconds: number, properties: ConnackProperties = {}): void {
     assert(this.stateValue === 'connecting' && this.sessionValue !== undefined, `accepted in state ${this.stateValue}`);
-    this.write(encodeConnack(0, sessionPresent));
+    this.write(this.encoder.connack(sessionPresent, properties));
     this.stateValue = 'connected';
     this.startKeepAlive(keepAliveSeconds);
     this.logger.debug({ sessionPresent, keepAliveSeconds }, 'MQTT client connected');
@@ -339,10 +370,30 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
     this.close('closed-by-operator');
   }
 
-  /** DISCONNECT: the will is discarded [MQTT-3.14.4-3]. */
-  disconnect(): void {
+  /** DISCONNECT: the will is discarded [MQTT-3.14.4-3], unless a v5 client asked for it (reason 0x04) [MQTT-3.14.2.1]. */
+  disconnect(publishWill = false): void {
+    const will = this.will;
     this.will = undefined;
     this.close('client-disconnect');
+    if (publishWill && will !== undefined) this.publishWill(will);
+  }
+
+  /**
+   * MQTT 5 Receive Maximum [MQTT-3.3.4-9]: a QoS 1/2 PUBLISH starts; one past
+   * the maximum we announced is a protocol error 0x93. A resent QoS 2 id is the same flow.
+   */
+  beginInboundPublish(packetId: number): void {
+    if (this.protocolVersion !== 5) return;
+    this.inboundUnfinished.add(packetId);
+    const receiveMaximum = this.context.limits.inboundAcksPendingMax;
+    if (this.inboundUnfinished.size > receiveMaximum) {
+      throw new MqttProtocolError(`more than ${receiveMaximum} unacknowledged QoS 1/2 PUBLISHes [MQTT-3.3.4-9]`, 'protocol-violation', 'publish', ReasonCode.receiveMaximumExceeded);
+    }
+  }
+
+  /** The PUBACK or PUBCOMP of an inbound flow was written. */
+  endInboundPublish(packetId: number): void {
+    this.inboundUnfinished.delete(packetId);
   }
 
   private startKeepAlive(keepAliveSeconds: number): void {
@@ -432,13 +483,26 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
       this.droppedDeliveries += 1;
       return false;
     }
-    this.write(encodePublish(publish));
+    const bytes = this.encoder.publish(publish, this.publishPropertiesOf(publish));
+    if (this.clientPacketBytesMax !== undefined && bytes.length > this.clientPacketBytesMax) {
+      // [MQTT-3.1.2-25]: discarded as if it had been delivered; a QoS 1/2 one is finished so it does not hold the window.
+      this.logger.debug({ topic: publish.topic, packetBytes: bytes.length, clientMax: this.clientPacketBytesMax }, 'MQTT PUBLISH larger than the client accepts: discarded [MQTT-3.1.2-25]');
+      const packetId = publish.packetId;
+      if (packetId !== undefined) queueMicrotask(() => { if (this.stateValue === 'connected') this.session.puback(packetId); });
+      return true;
+    }
+    this.write(bytes);
     return true;
+  }
+
+  /** The v5 properties of an outgoing PUBLISH (none yet). */
+  private publishPropertiesOf(_publish: MqttOutgoingPublish): PublishProperties | undefined {
+    return undefined;
   }
 
   sendPubrel(packetId: number): void {
     if (this.stateValue !== 'connected') return;
-    this.write(encodePubrel(packetId));
+    this.write(this.encoder.pubrel(packetId));
   }
 
   /** [MQTT-3.1.4-2] A newer connection took the client id: go at once, no will. */
@@ -460,12 +524,18 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
     if (error instanceof AssertionError) throw error;
     if (this.stateValue === 'closed') return;
     if (error instanceof MqttConnectRefusedError) {
-      this.logger.debug({ returnCode: error.returnCode, reason: error.message }, 'MQTT CONNECT refused');
-      this.write(encodeConnack(error.returnCode, false));
+      this.logger.debug({ returnCode: error.returnCode, reasonCode: error.reasonCode, reason: error.message }, 'MQTT CONNECT refused');
+      this.write(this.encoder.connackRefused(error.returnCode, error.reasonCode, error.message));
       this.close('connect-refused');
     } else if (error instanceof MqttProtocolError) {
-      this.logger.debug({ code: error.code, packet: error.packetType, reason: error.message }, 'MQTT protocol error, closing');
-      this.close(error.code);
+      this.logger.debug({ code: error.code, packet: error.packetType, reason: error.message, reasonCode: error.reasonCode }, 'MQTT protocol error, closing');
+      if (this.stateValue !== 'connected' && this.protocolVersion === 5) {
+        // A bad v5 CONNECT is answered with CONNACK and its reason code [MQTT-3.2.2.2], then closed.
+        this.write(this.encoder.connackRefused(1, error.reasonCode ?? disconnectReasonCodeOf(error.code), error.message));
+        this.close('connect-refused');
+        return;
+      }
+      this.close(error.code, error.reasonCode, error.message);
     } else if (error instanceof MqttLogFailedError) {
       this.logger.error({ err: error.cause, reason: error.message }, 'MQTT closing connection: the log failed');
       this.close('log-failed');
@@ -478,11 +548,17 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
     }
   }
 
-  /** Ends the connection once: detach the session, publish the will after an abnormal close, release the socket. */
-  close(reason: CloseReason): void {
+  /**
+   * Ends the connection once: tell a v5 client why (DISCONNECT), detach the
+   * session, publish the will after an abnormal close, release the socket.
+   */
+  close(reason: CloseReason, reasonCode?: ReasonCode, reasonString?: string): void {
     if (this.stateValue === 'closed') return;
     // The will belongs to an accepted connection: one that never got its CONNACK has none.
     const wasConnected = this.stateValue === 'connected';
+    const disconnectCode = wasConnected ? (reasonCode ?? disconnectReasonCodeOf(reason)) : undefined;
+    const disconnect = disconnectCode === undefined ? undefined : this.encoder.disconnect(disconnectCode, reasonString);
+    if (disconnect !== undefined) this.write(disconnect);
     this.stateValue = 'closed';
     clearTimeout(this.connectTimer);
     clearTimeout(this.keepAliveTimer);
@@ -493,7 +569,7 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
     // After a takeover the session belongs to the new connection: leave it alone.
     if (session !== undefined && reason !== 'taken-over') session.detach();
     if (wasConnected && will !== undefined && !isNormalClose(reason)) this.publishWill(will);
-    this.releaseSocket(reason);
+    this.releaseSocket(reason, disconnect !== undefined);
     this.logger.debug({ reason, droppedDeliveries: this.droppedDeliveries }, 'MQTT connection closed');
     this.onClosed(this, reason);
   }
@@ -511,12 +587,12 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
     }
   }
 
-  private releaseSocket(reason: CloseReason): void {
+  private releaseSocket(reason: CloseReason, disconnectSent: boolean): void {
     const socket = this.socket;
     if (socket.destroyed) return;
-    // A refusing CONNACK (or the last acks before DISCONNECT) must reach the
-    // client before the FIN; everything else goes at once.
-    if (reason === 'connect-refused' || reason === 'client-disconnect') {
+    // A refusing CONNACK, a server DISCONNECT (or the last acks before the
+    // client's DISCONNECT) must reach the client before the FIN; everything else goes at once.
+    if (reason === 'connect-refused' || reason === 'client-disconnect' || disconnectSent) {
       socket.end();
       socket.once('finish', () => socket.destroy());
       setTimeout(() => socket.destroy(), closeLingerMs).unref();

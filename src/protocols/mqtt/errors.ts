@@ -2,9 +2,11 @@
  * What can go wrong on an MQTT connection, as typed errors. Handlers throw
  * them; only the connection (connection.ts, `fail`) turns them into the wire
  * reaction: a CONNACK return code and close, or just a close. MQTT 3.1.1 has
- * no other way to report an error to a client.
+ * no other way to report an error to a client; an MQTT 5 client also gets a
+ * DISCONNECT with a reason code (reason-codes.ts) before the close.
  */
 import type { ConnackReturnCode } from './codec.js';
+import type { ReasonCode } from './reason-codes.js';
 
 /** Why a connection ended; logged, and decides whether the will is published. */
 export type CloseReason =
@@ -41,6 +43,8 @@ export class MqttProtocolError extends Error {
     code: 'protocol-violation' | 'malformed-packet' | 'packet-too-large' = 'protocol-violation',
     /** The offending packet's type, when it could be decoded that far. */
     readonly packetType?: string,
+    /** The MQTT 5 DISCONNECT reason code, when it is more precise than the one `code` gives (e.g. 0x94 topic alias invalid). */
+    readonly reasonCode?: ReasonCode,
   ) {
     super(message);
     this.code = code;
@@ -54,6 +58,8 @@ export class MqttConnectRefusedError extends Error {
   constructor(
     readonly returnCode: Exclude<ConnackReturnCode, 0>,
     message: string,
+    /** The MQTT 5 CONNACK reason code, when 3.1.1 has no return code for the refusal (e.g. 0x8C bad authentication method). */
+    readonly reasonCode?: ReasonCode,
   ) {
     super(message);
   }

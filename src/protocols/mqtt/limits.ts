@@ -52,6 +52,11 @@ export interface MqttLimits {
   readonly connectionsMax: number;
   /** Topic filters in one SUBSCRIBE or UNSUBSCRIBE. */
   readonly filtersPerPacketMax: number;
+  /**
+   * MQTT 5 topic aliases one client may set up towards the broker (CONNACK's
+   * Topic Alias Maximum): each holds a topic name for the connection's life.
+   */
+  readonly topicAliasesMax: number;
 }
 
 /** The largest remaining length the four-byte variable length encoding can express [MQTT-2.2.3]. */
@@ -66,6 +71,7 @@ export const defaultMqttLimits: MqttLimits = {
   connectTimeoutMs: 10_000,
   connectionsMax: 10_000,
   filtersPerPacketMax: 128,
+  topicAliasesMax: 64,
 };
 
 export function resolveMqttLimits(overrides: Partial<MqttLimits> = {}): MqttLimits {
@@ -86,4 +92,8 @@ export function checkMqttLimits(limits: MqttLimits): void {
   check(Number.isInteger(limits.connectTimeoutMs) && limits.connectTimeoutMs >= 1, 'connectTimeoutMs must be a positive integer');
   check(Number.isInteger(limits.connectionsMax) && limits.connectionsMax >= 1, 'connectionsMax must be a positive integer');
   check(Number.isInteger(limits.filtersPerPacketMax) && limits.filtersPerPacketMax >= 1, 'filtersPerPacketMax must be a positive integer');
+  // 0 announces that no alias may be used; the field is two bytes [MQTT-3.2.2.3.8].
+  check(Number.isInteger(limits.topicAliasesMax) && limits.topicAliasesMax >= 0 && limits.topicAliasesMax <= 0xffff, 'topicAliasesMax must be an integer in 0..65535');
+  // CONNACK's Receive Maximum announces this bound to MQTT 5 clients; the field is two bytes.
+  check(limits.inboundAcksPendingMax <= 0xffff, 'inboundAcksPendingMax must not exceed 65535');
 }

@@ -13,6 +13,11 @@
  *   SUBSCRIBE    <packet id: 2> (<topic filter> <requested QoS: 1>)+
  *   UNSUBSCRIBE  <packet id: 2> (<topic filter>)+
  *
+ * MQTT 5 puts properties (a variable byte length, then that many bytes) after
+ * CONNECT's keep alive and before its will topic, and after the packet id of
+ * SUBSCRIBE and UNSUBSCRIBE; they are skipped here (the strings inside them
+ * are not walked).
+ *
  * CONNECT is always walked to its end (once per connection): bytes after its
  * last field make it malformed too, as Mosquitto and nats-server also judge.
  */
@@ -51,6 +56,19 @@ class FieldCursor {
     return true;
   }
 
+  /** Skips an MQTT 5 properties field [MQTT-2.2.2.1]; false when it runs past the end. */
+  skipProperties(): boolean {
+    let length = 0;
+    for (let index = 0, multiplier = 1; index < 4; index++, multiplier *= 128) {
+      const byte = this.bytes[this.position];
+      if (byte === undefined) return false;
+      this.position += 1;
+      length += (byte & 0x7f) * multiplier;
+      if ((byte & 0x80) === 0) return this.skip(length);
+    }
+    return false;
+  }
+
   byteAt(offset: number): number | undefined {
     return this.bytes[this.position + offset];
   }
@@ -60,19 +78,19 @@ class FieldCursor {
  * Undefined when every UTF-8 string of `bytes` (one whole client packet that
  * mqtt-packet decoded) is well-formed; otherwise what is wrong, with the rule.
  */
-export function findStringFieldProblem(bytes: Buffer): string | undefined {
+export function findStringFieldProblem(bytes: Buffer, v5: boolean): string | undefined {
   const header = readFixedHeader(bytes, 0);
   if (header.kind !== 'header') return 'fixed header unreadable';
   const cursor = new FieldCursor(bytes, header.headerBytes);
   switch ((bytes[0] ?? 0) >> 4) {
     case 1:
-      return connectProblem(cursor);
+      return connectProblem(cursor, v5);
     case 3:
       return wellFormed(cursor.lengthPrefixed(), 'PUBLISH topic name');
     case 8:
-      return filtersProblem(cursor, 'SUBSCRIBE', 1);
+      return filtersProblem(cursor, 'SUBSCRIBE', 1, v5);
     case 10:
-      return filtersProblem(cursor, 'UNSUBSCRIBE', 0);
+      return filtersProblem(cursor, 'UNSUBSCRIBE', 0, v5);
     default:
       return undefined; // no strings
   }
@@ -87,8 +105,9 @@ function wellFormed(field: Buffer | undefined, what: string): string | undefined
   return present(field, what) ?? (isUtf8(field as Buffer) ? undefined : `${what} is not well-formed UTF-8 [MQTT-1.5.3-1]`);
 }
 
-function filtersProblem(cursor: FieldCursor, packet: string, bytesAfterEach: number): string | undefined {
+function filtersProblem(cursor: FieldCursor, packet: string, bytesAfterEach: number, v5: boolean): string | undefined {
   if (!cursor.skip(2)) return `${packet} without a packet identifier`;
+  if (v5 && !cursor.skipProperties()) return `${packet} properties run past the end of the packet`;
   while (!cursor.atEnd) {
     const problem = wellFormed(cursor.lengthPrefixed(), `${packet} topic filter`);
     if (problem !== undefined) return problem;
@@ -97,15 +116,17 @@ function filtersProblem(cursor: FieldCursor, packet: string, bytesAfterEach: num
   return undefined;
 }
 
-function connectProblem(cursor: FieldCursor): string | undefined {
+function connectProblem(cursor: FieldCursor, v5: boolean): string | undefined {
   // Protocol name and level (checked by handlers/connect.ts), then the flags and the keep alive.
   if (cursor.lengthPrefixed() === undefined || !cursor.skip(1)) return 'CONNECT variable header cut short';
   const flags = cursor.byteAt(0) ?? 0;
   if (!cursor.skip(3)) return 'CONNECT variable header cut short';
+  if (v5 && !cursor.skipProperties()) return 'CONNECT properties run past the end of the packet';
   const has = (flag: number): boolean => (flags & flag) !== 0;
+  const willPropertiesProblem = (): string | undefined => (v5 && !cursor.skipProperties() ? 'CONNECT will properties run past the end of the packet' : undefined);
   return (
     wellFormed(cursor.lengthPrefixed(), 'CONNECT client identifier') ??
-    (has(willFlag) ? (wellFormed(cursor.lengthPrefixed(), 'CONNECT will topic') ?? present(cursor.lengthPrefixed(), 'CONNECT will message')) : undefined) ??
+    (has(willFlag) ? (willPropertiesProblem() ?? wellFormed(cursor.lengthPrefixed(), 'CONNECT will topic') ?? present(cursor.lengthPrefixed(), 'CONNECT will message')) : undefined) ??
     (has(userNameFlag) ? wellFormed(cursor.lengthPrefixed(), 'CONNECT user name') : undefined) ??
     (has(passwordFlag) ? present(cursor.lengthPrefixed(), 'CONNECT password') : undefined) ??
     (cursor.atEnd ? undefined : 'CONNECT has bytes after its last field [MQTT-3.1.3]')

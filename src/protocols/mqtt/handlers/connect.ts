@@ -12,10 +12,14 @@ import type { AuthOutcome } from '../../../auth/users.js';
 import { ConnackReturnCode, peekConnectProtocol } from '../codec.js';
 import type { MqttConnection, Will } from '../connection.js';
 import { MqttConnectRefusedError, MqttLogFailedError, MqttProtocolError } from '../errors.js';
+import type { ConnackProperties } from '../packet-encoder.js';
+import { ReasonCode } from '../reason-codes.js';
+import { InboundTopicAliases } from '../topic-aliases.js';
 import { topicAccessFor } from '../topic-access.js';
 
 const protocolName = 'MQTT';
-const protocolLevel = 4;
+/** 4 is MQTT 3.1.1, 5 is MQTT 5.0; both are served on the same listeners. */
+const protocolLevels: readonly number[] = [4, 5];
 /** MQTT 3.1 called itself this; such a client gets the "unacceptable protocol version" answer. */
 const legacyProtocolName = 'MQIsdp';
 
@@ -30,18 +34,22 @@ export function checkConnectProtocol(bytes: Buffer): void {
   if (protocol.name !== protocolName && protocol.name !== legacyProtocolName) {
     throw new MqttProtocolError(`unknown protocol name '${protocol.name.slice(0, 32)}' [MQTT-3.1.2-1]`, 'protocol-violation', 'connect');
   }
-  if (protocol.name !== protocolName || protocol.level !== protocolLevel) {
+  if (protocol.name !== protocolName || !protocolLevels.includes(protocol.level)) {
     throw new MqttConnectRefusedError(
       ConnackReturnCode.unacceptableProtocolVersion,
-      `protocol ${protocol.name} level ${protocol.level} is not supported, only MQTT level 4 (3.1.1) [MQTT-3.1.2-2]`,
+      `protocol ${protocol.name} level ${protocol.level} is not supported, only MQTT levels 4 (3.1.1) and 5 (5.0) [MQTT-3.1.2-2]`,
     );
   }
 }
 
 export async function handleConnect(connection: MqttConnection, packet: IConnectPacket): Promise<void> {
   connection.beginConnect();
-  const cleanSession = packet.clean !== false;
-  const clientId = chooseClientId(packet.clientId, cleanSession);
+  const v5 = packet.protocolVersion === 5;
+  if (v5) refuseEnhancedAuthentication(packet);
+  // MQTT 5 splits clean_session in two: Clean Start, and a session that outlives the connection only with an expiry > 0 [MQTT-3.1.2-23].
+  const cleanSession = v5 ? packet.clean !== false || (packet.properties?.sessionExpiryInterval ?? 0) === 0 : packet.clean !== false;
+  const clientId = chooseClientId(packet.clientId, cleanSession, v5);
+  if (v5) acceptClientLimits(connection, packet);
   const will = readWill(packet);
   const { core, users, acl } = connection.context;
   // A verified certificate's CN stands for user name and password (Mosquitto's use_identity_as_username).
@@ -71,13 +79,50 @@ export async function handleConnect(connection: MqttConnection, packet: IConnect
   }
   // Taken over or dropped while the records were written: nothing to answer.
   if (connection.isClosed) return;
-  connection.accepted(sessionPresent, packet.keepalive ?? 0);
+  const assigned = packet.clientId.length === 0 ? clientId : undefined;
+  connection.accepted(sessionPresent, packet.keepalive ?? 0, v5 ? connackProperties(connection, assigned) : {});
 }
 
-function chooseClientId(requested: string, cleanSession: boolean): string {
+/** Enhanced authentication [MQTT-4.12] is not implemented: a CONNECT that asks for it is refused with 0x8C. */
+function refuseEnhancedAuthentication(packet: IConnectPacket): void {
+  const method = packet.properties?.authenticationMethod;
+  if (method === undefined) return;
+  throw new MqttConnectRefusedError(
+    ConnackReturnCode.notAuthorized, `authentication method '${method.slice(0, 64)}' is not supported [MQTT-4.12.0-1]`, ReasonCode.badAuthenticationMethod,
+  );
+}
+
+/** What a v5 client says it can take: its receive window, packet size, and our alias table for it. */
+function acceptClientLimits(connection: MqttConnection, packet: IConnectPacket): void {
+  const properties = packet.properties;
+  connection.inflightMax = properties?.receiveMaximum;
+  connection.clientPacketBytesMax = properties?.maximumPacketSize;
+  connection.topicAliases = new InboundTopicAliases(connection.context.limits.topicAliasesMax);
+}
+
+/**
+ * CONNACK's properties [MQTT-3.2.2.3]: the bounds this broker holds a v5
+ * client to, and what it supports. Maximum QoS is left out: 2 is the default.
+ * Shared subscriptions and subscription identifiers are not offered (yet).
+ */
+function connackProperties(connection: MqttConnection, assignedClientIdentifier: string | undefined): ConnackProperties {
+  const { limits } = connection.context;
+  return {
+    receiveMaximum: limits.inboundAcksPendingMax,
+    maximumPacketSize: limits.packetBytesMax,
+    topicAliasMaximum: limits.topicAliasesMax,
+    retainAvailable: true,
+    wildcardSubscriptionAvailable: true,
+    subscriptionIdentifiersAvailable: false,
+    sharedSubscriptionAvailable: false,
+    ...(assignedClientIdentifier !== undefined ? { assignedClientIdentifier } : {}),
+  };
+}
+
+function chooseClientId(requested: string, cleanSession: boolean, v5: boolean): string {
   if (requested.length > 0) return requested;
-  // A persistent session needs a name the client can come back to [MQTT-3.1.3-8].
-  if (!cleanSession) {
+  // A 3.1.1 persistent session needs a name the client can come back to [MQTT-3.1.3-8]; MQTT 5 tells the client the name it assigned.
+  if (!cleanSession && !v5) {
     throw new MqttConnectRefusedError(ConnackReturnCode.identifierRejected, 'empty client id requires clean session [MQTT-3.1.3-8]');
   }
   // A server may assign a unique identifier to a clean-session client [MQTT-3.1.3-6].

@@ -1,10 +1,13 @@
 /**
  * DISCONNECT [MQTT-3.14]: the client is leaving on purpose. The will is
- * discarded without being published [MQTT-3.14.4-3], the session detached
- * (a clean one is discarded), and the connection closed.
+ * discarded without being published [MQTT-3.14.4-3], unless an MQTT 5 client
+ * says "Disconnect with Will Message" (0x04) [MQTT-3.14.2.1]; the session is
+ * detached (a clean one is discarded), and the connection closed.
  */
+import type { ClientPacketOf } from '../client-packet-rules.js';
 import type { MqttConnection } from '../connection.js';
+import { ReasonCode } from '../reason-codes.js';
 
-export function handleDisconnect(connection: MqttConnection): void {
-  connection.disconnect();
+export function handleDisconnect(connection: MqttConnection, packet: ClientPacketOf<'disconnect'>): void {
+  connection.disconnect(packet.reasonCode === ReasonCode.disconnectWithWill);
 }

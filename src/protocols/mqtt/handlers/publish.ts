@@ -6,36 +6,51 @@
  * QoS 2 resend of an id whose PUBREL has not arrived is not routed again by
  * the core, and gets its PUBREC again. A PUBLISH the topic ACL refuses is
  * dropped and acknowledged at once (its PUBREL then finds no packet id to
- * forget, and gets PUBCOMP).
+ * forget, and gets PUBCOMP); an MQTT 5 client hears why: 0x87 Not authorized.
+ * MQTT 5 adds the topic alias (resolved first, topic-aliases.ts) and the
+ * Receive Maximum, the bound on this client's unfinished QoS 1/2 flows.
  */
 import type { MqttIncomingPublish } from '../../../core/api.js';
 import type { ClientPacketOf } from '../client-packet-rules.js';
-import { encodePuback, encodePubrec } from '../codec.js';
 import type { MqttConnection } from '../connection.js';
+import { ReasonCode } from '../reason-codes.js';
 
 export function handlePublish(connection: MqttConnection, packet: ClientPacketOf<'publish'>): void {
   // Copied: the decoded payload is a view of a socket chunk, and a queued
   // message would otherwise keep that whole chunk alive.
   const payload = typeof packet.payload === 'string' ? Buffer.from(packet.payload, 'utf8') : Buffer.from(packet.payload);
-  if (!connection.topicAccess.mayPublish(packet.topic)) {
-    connection.logger.debug({ topic: packet.topic.slice(0, 128), qos: packet.qos }, 'MQTT PUBLISH refused by the ACL: dropped');
+  const topic = connection.topicAliases.resolve(packet.topic, packet.properties?.topicAlias);
+  if (packet.qos > 0) connection.beginInboundPublish(packet.messageId as number);
+  const { encoder } = connection;
+  if (!connection.topicAccess.mayPublish(topic)) {
+    connection.logger.debug({ topic: topic.slice(0, 128), qos: packet.qos }, 'MQTT PUBLISH refused by the ACL: dropped');
     // MQTT 3.1.1 has no negative acknowledgement: the flow completes as if the message had gone nowhere.
-    if (packet.qos === 1) connection.write(encodePuback(packet.messageId));
-    if (packet.qos === 2) connection.write(encodePubrec(packet.messageId));
+    if (packet.qos === 1) {
+      connection.endInboundPublish(packet.messageId);
+      connection.write(encoder.puback(packet.messageId, ReasonCode.notAuthorized));
+    }
+    // A v5 PUBREC with a failure code ends the flow [MQTT-4.3.3-4]: no PUBREL follows.
+    if (packet.qos === 2) {
+      if (encoder.protocolVersion === 5) connection.endInboundPublish(packet.messageId);
+      connection.write(encoder.pubrec(packet.messageId, ReasonCode.notAuthorized));
+    }
     return;
   }
   if (packet.qos === 0) {
-    const result = connection.session.publish({ topic: packet.topic, payload, qos: 0, retain: packet.retain });
+    const result = connection.session.publish({ topic, payload, qos: 0, retain: packet.retain });
     // QoS 0 has nothing to acknowledge, but a failed log still ends the connection.
     connection.whenDurable(result.durable, 'PUBLISH QoS 0', () => undefined);
     return;
   }
   const packetId = packet.messageId;
-  const incoming: MqttIncomingPublish = { topic: packet.topic, payload, qos: packet.qos, retain: packet.retain, packetId };
+  const incoming: MqttIncomingPublish = { topic, payload, qos: packet.qos, retain: packet.retain, packetId };
   const result = connection.session.publish(incoming);
   if (packet.qos === 1) {
-    connection.whenDurable(result.durable, 'PUBLISH QoS 1', () => connection.write(encodePuback(packetId)));
+    connection.whenDurable(result.durable, 'PUBLISH QoS 1', () => {
+      connection.endInboundPublish(packetId);
+      connection.write(encoder.puback(packetId));
+    });
   } else {
-    connection.whenDurable(result.durable, 'PUBLISH QoS 2', () => connection.write(encodePubrec(packetId)));
+    connection.whenDurable(result.durable, 'PUBLISH QoS 2', () => connection.write(encoder.pubrec(packetId)));
   }
 }

@@ -5,11 +5,13 @@
  * so a client retrying after our restart finishes its flow.
  */
 import type { ClientPacketOf } from '../client-packet-rules.js';
-import { encodePubcomp } from '../codec.js';
 import type { MqttConnection } from '../connection.js';
 
 export function handlePubrel(connection: MqttConnection, packet: ClientPacketOf<'pubrel'>): void {
   const packetId = packet.messageId;
   const durable = connection.session.pubrel(packetId);
-  connection.whenDurable(durable, 'PUBREL', () => connection.write(encodePubcomp(packetId)));
+  connection.whenDurable(durable, 'PUBREL', () => {
+    connection.endInboundPublish(packetId);
+    connection.write(connection.encoder.pubcomp(packetId));
+  });
 }

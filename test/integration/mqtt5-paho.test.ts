@@ -1,0 +1,56 @@
+/**
+ * MQTT 5 with a second real client library: paho-mqtt (Python, Debian
+ * python3-paho-mqtt, installed by tools/install-test-packages.sh) runs
+ * test/integration/fixtures/paho-mqtt5-check.py against the broker and prints
+ * what it saw: CONNACK's properties, SUBACK's reason codes, and its own two
+ * messages (QoS 1 with PUBLISH properties, QoS 2) delivered back to it.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterEach, beforeEach, expect, it } from 'vitest';
+import { Broker } from '../../src/core/broker.js';
+import { SegmentedLog } from '../../src/log/index.js';
+import { silentLogger } from '../../src/logger.js';
+import { startMqttServer, type MqttServer } from '../../src/protocols/mqtt/server.js';
+
+const run = promisify(execFile);
+const script = join(import.meta.dirname, 'fixtures', 'paho-mqtt5-check.py');
+
+let dataDir: string;
+let log: SegmentedLog;
+let broker: Broker;
+let server: MqttServer;
+
+beforeEach(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'cairn-paho5-'));
+  log = await SegmentedLog.open({ dir: dataDir, logger: silentLogger() });
+  broker = Broker.open({ log, logger: silentLogger() });
+  server = await startMqttServer({ core: broker.mqtt, host: '127.0.0.1', port: 0, logger: silentLogger() });
+});
+
+afterEach(async () => {
+  await server.close();
+  await broker.flush();
+  await log.close();
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+interface PahoReport {
+  connack: { reasonCode: number; properties: Record<string, unknown> };
+  suback: number[];
+  messages: Array<{ topic: string; payload: string; qos: number; properties: Record<string, unknown> }>;
+}
+
+it('paho-mqtt MQTTv5 connects, subscribes and gets its QoS 1 and QoS 2 messages back', async () => {
+  const { stdout } = await run('/usr/bin/python3', [script, String(server.port)], { timeout: 20_000 });
+  const report = JSON.parse(stdout) as PahoReport;
+  expect(report.connack.reasonCode).toBe(0);
+  expect(report.connack.properties).toMatchObject({ ReceiveMaximum: 1024, TopicAliasMaximum: 64, MaximumPacketSize: 1024 * 1024 });
+  expect(report.suback).toEqual([1]);
+  const byTopic = new Map(report.messages.map((message) => [message.topic, message]));
+  expect(byTopic.get('paho/v5/one')).toMatchObject({ payload: 'qos one', qos: 1 });
+  expect(byTopic.get('paho/v5/two')).toMatchObject({ payload: 'qos two', qos: 1 });
+});
