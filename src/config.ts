@@ -26,6 +26,7 @@ export interface ServeConfig extends EdgeConfig {
   readonly usersFile: string | undefined;
   readonly segmentBytesMax: number;
   readonly snapshotEveryRecords: number;
+  readonly releaseSegments: boolean;
   readonly retentionBytes: number | undefined;
   readonly retentionMs: number | undefined;
   readonly archiveDir: string | undefined;
@@ -77,6 +78,7 @@ const kinds = {
   logFormat: choiceKind(logFormats),
   seconds: countKind(0),
   lsn: { ...countKind(0), valueName: 'LSN' },
+  releaseSegments: choiceKind(['auto', 'off'] as const),
 } as const;
 
 export const serveFlags: readonly FlagSpec[] = [
@@ -93,6 +95,7 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: 'snapshot-every', ...kinds.snapshotEvery, env: 'CAIRN_SNAPSHOT_EVERY', fallback: '100000', help: 'snapshot after this many records (0: never)' },
   { name: 'retention-bytes', ...kinds.retentionBytes, env: 'CAIRN_RETENTION_BYTES', help: 'keep at least this much log for point-in-time recovery' },
   { name: 'retention-age', ...kinds.retentionAge, env: 'CAIRN_RETENTION_AGE', help: 'keep log younger than this for point-in-time recovery' },
+  { name: 'release-segments', ...kinds.releaseSegments, env: 'CAIRN_RELEASE_SEGMENTS', fallback: 'auto', help: "auto: before each snapshot, copy the few messages still queued in old, mostly consumed segments to the head of the log, so that retention can remove those segments; off: such messages keep their segments" },
   { name: 'archive', ...textKind('DIR'), env: 'CAIRN_ARCHIVE', help: 'move retired segments and snapshots here instead of deleting them' },
   { name: 'session-queue-max', ...kinds.messages, env: 'CAIRN_SESSION_QUEUE_MAX', fallback: '4096', help: 'messages an MQTT session may hold before the oldest is dropped' },
   { name: 'session-queue-max-bytes', ...kinds.queueBytes, env: 'CAIRN_SESSION_QUEUE_MAX_BYTES', fallback: '256MiB', help: 'payload bytes an MQTT session may hold before the oldest are dropped' },
@@ -158,6 +161,7 @@ export function serveConfigOf(parsed: ParsedCommand): ServeConfig {
     usersFile: get('users'),
     segmentBytesMax: kinds.segmentBytes.convert(required('segment-bytes')),
     snapshotEveryRecords: kinds.snapshotEvery.convert(required('snapshot-every')),
+    releaseSegments: kinds.releaseSegments.convert(required('release-segments')) === 'auto',
     retentionBytes: optional('retention-bytes', kinds.retentionBytes),
     retentionMs: optional('retention-age', kinds.retentionAge),
     archiveDir: get('archive'),

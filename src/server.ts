@@ -102,6 +102,7 @@ export async function startCairn(config: ServeConfig, logger: Logger, internals:
       ingestRoutes: config.ingestRoutes,
       limits: {
         snapshotEveryRecords: config.snapshotEveryRecords,
+        releaseSegments: config.releaseSegments,
         sessionQueueMessagesMax: config.sessionQueueMessagesMax,
         sessionQueueBytesMax: config.sessionQueueBytesMax,
         queueReadyMessagesMax: config.queueReadyMessagesMax,

@@ -20,6 +20,7 @@ import { AmqpCoreImpl } from './amqp-core.js';
 import { builtInExchanges, defaultExchange, ExchangeRuntime } from './amqp-exchange.js';
 import { QueueRuntime } from './amqp-queue.js';
 import { MessageStore } from './message-store.js';
+import { relocationRecords, type Releasable } from './segment-release.js';
 import { Committer } from './committer.js';
 import type { IngestRoute } from './ingest.js';
 import { checkCoreLimits, defaultCoreLimits, type CoreLimits } from './limits.js';
@@ -39,6 +40,8 @@ export interface BrokerLog extends RecordLog {
   writeSnapshot?(lsn: number, data: Uint8Array): Promise<void>;
   /** Retires old segments and snapshots; never a segment holding `keepFromLsn` or a later LSN (a live message). */
   applyRetention?(pin?: { keepFromLsn?: number | undefined }): Promise<unknown>;
+  /** What retention would remove if nothing were queued (segment-release.ts). */
+  releasable?(): Releasable | undefined;
 }
 
 export interface BrokerOptions {
@@ -189,6 +192,7 @@ export class Broker {
     this.snapshotting = true;
     const started = performance.now();
     try {
+      if (this.limits.releaseSegments) await this.releaseSegments();
       this.committer.flushSettled();
       const lsn = this.state.lastLsn;
       // Sized up front and not copied out (an encoder of its own): grown by doubling and then copied,
@@ -207,6 +211,29 @@ export class Broker {
     } finally {
       this.snapshotting = false;
     }
+  }
+
+  /**
+   * Moves the few live messages and documents out of segments that retention could otherwise remove
+   * (segment-release.ts), durably, before the snapshot: the snapshot then holds the new references and
+   * the retention after it removes the old segments.
+   */
+  private async releaseSegments(): Promise<void> {
+    const releasable = this.log.releasable?.();
+    if (releasable === undefined || this.log.failed) return;
+    const oldest = oldestLiveMessage(this.state);
+    if (oldest === undefined || oldest.lsn >= releasable.beforeLsn) return;
+    let records;
+    try {
+      records = relocationRecords(this.state, releasable, (lsn) => this.log.readRecord(lsn));
+    } catch (error) {
+      // A damaged record stays where it is (and keeps its segment); its consumer meets the error on delivery.
+      this.logger.warn({ err: error }, 'old segments not released: a live record in them could not be read');
+      return;
+    }
+    if (records.length === 0) return;
+    await this.committer.commit(records);
+    this.logger.info({ records: records.length, beforeLsn: releasable.beforeLsn, bytes: releasable.bytes }, 'live messages moved out of old segments so that retention can release them');
   }
 
   private maybeSnapshot(): void {

@@ -19,6 +19,8 @@ export interface CoreLimits {
   readonly sessionInflightMessagesMax: number;
   /** Take a snapshot after this many records since the last one (0: never). */
   readonly snapshotEveryRecords: number;
+  /** Before each snapshot, move the few live messages out of old segments so that retention can remove them (segment-release.ts). */
+  readonly releaseSegments: boolean;
 }
 
 export const defaultCoreLimits: CoreLimits = {
@@ -29,6 +31,7 @@ export const defaultCoreLimits: CoreLimits = {
   messageCacheBytes: 16 * 1024 * 1024,
   sessionInflightMessagesMax: 1024,
   snapshotEveryRecords: 100_000,
+  releaseSegments: true,
 };
 
 export function checkCoreLimits(limits: CoreLimits): void {

@@ -8,7 +8,8 @@
  * (session, seq) and (queue, seq) pairs; later records that name a pair are
  * its steps — deliver, ack (or PUBREC for QoS 2), drop (bound or purge) — and
  * a session end or queue delete discards every pair of that destination still
- * open. A pair still open at the end of the log is pending.
+ * open; a msg record that moves the message (its `m`) is a step too. A pair
+ * still open at the end of the log is pending.
  */
 import { topicMatchesFilter, validateTopicFilter } from '../core/topic-filter.js';
 import { kindName, type BodyOf, type MsgBody } from '../projections/records.js';
@@ -150,7 +151,11 @@ export class MessageTracer {
     const { open, byDestination, selector, traces, limit } = this;
     const kind = kindName(record.kind);
     const step = (what: string): Step => ({ lsn: record.lsn, timestamp: record.timestamp, what });
-    if (kind === 'msg') {
+    // A copy written so that an old segment could go (core/segment-release.ts): a step of the message it copies,
+    // or, when that record is gone (retention removed it), where the trace starts.
+    if (kind === 'msg' && (record.body as MsgBody).m !== undefined && this.isMoveOfOpen(record.body as MsgBody)) {
+      for (const [destination, seq] of destinationsOf(record.body as MsgBody)) open.get(`${destination}#${seq}`)?.steps.push(step(`moved to LSN ${record.lsn} (copied out of an old segment so that retention could remove it)`));
+    } else if (kind === 'msg') {
       const body = record.body as MsgBody;
       if (traces.length < limit && isCandidate(selector, record, body)) {
         const destinations = destinationsOf(body).map(([destination, seq]): DestinationTrace => ({ destination, seq, steps: [], status: 'pending' }));
@@ -167,6 +172,10 @@ export class MessageTracer {
       noteStep(record, kind, open, byDestination, this.close, step);
     }
     return !(open.size === 0 && (traces.length >= limit || selector.by === 'lsn'));
+  }
+
+  private isMoveOfOpen(body: MsgBody): boolean {
+    return destinationsOf(body).some(([destination, seq]) => this.open.has(`${destination}#${seq}`));
   }
 
   private readonly close = (key: string, trace: DestinationTrace, status: DestinationTrace['status'], step: Step): void => {
@@ -226,7 +235,8 @@ function noteStep(
 function publishedLine(t: MessageTrace): string {
   const { body, record } = t;
   const where = body.x !== undefined ? `exchange ${body.x || '(default)'} routing key ${body.t}` : `topic ${body.t}${body.qos !== undefined ? ` (qos ${body.qos})` : ''}`;
-  return `message LSN ${record.lsn} at ${isoTime(record.timestamp)}: published${body.from !== undefined ? ` by ${body.from}` : ''} to ${where}${body.r ? ' (retained value queued on subscribe)' : ''}, payload ${payloadPreview(body.p)}`;
+  const moved = body.m !== undefined ? ` (a copy of the msg record at LSN ${body.m}, moved out of a segment retention has removed since)` : '';
+  return `message LSN ${record.lsn}${moved} at ${isoTime(record.timestamp)}: published${body.from !== undefined ? ` by ${body.from}` : ''} to ${where}${body.r ? ' (retained value queued on subscribe)' : ''}, payload ${payloadPreview(body.p)}`;
 }
 
 function traceLines(t: MessageTrace): string[] {

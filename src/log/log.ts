@@ -30,7 +30,7 @@ import { checkReadFrom, readRecords, type ReadFrom } from './read.js';
 import { HistoryCheck, withoutRetired, type HistoryStatus } from './history.js';
 import { applyRecoveryPlan, planRecovery, scanSegment } from './recovery.js';
 import type { AppendRecord, LogRecord, Lsn } from './record.js';
-import { planRetention, removeOrArchive } from './retention.js';
+import { planRetention, removeOrArchive, type RetentionCandidate, type SnapshotCandidate } from './retention.js';
 import { createSegment, listDataDirectory, segmentFileName, segmentHeaderBytes, toSegmentInfo, type SegmentInfo, type SegmentState } from './segment.js';
 import { firstValidSnapshotAtOrAfter, loadNewestValidSnapshot, readSnapshotFile, writeSnapshotFile, type Snapshot } from './snapshot.js';
 import { zeroBuffer, zeroFillSizes, type ZeroFillSizes } from './zero-fill.js';
@@ -336,14 +336,38 @@ export class SegmentedLog {
     return { fd, state, fileBytes: segmentHeaderBytes + (zeros?.length ?? 0) };
   }
 
-  private async retain(keepFromLsn: Lsn | undefined): Promise<{ removed: string[]; archived: string[] }> {
-    const { dir, archiveDir, logger, fileSystem } = this.settings;
+  /**
+   * What retention would remove if no message were queued: every record below `beforeLsn`, `bytes` of
+   * segments. Undefined when it would remove nothing. The broker moves the few live messages out of such
+   * segments so that they can go (core/segment-release.ts).
+   */
+  releasable(): { beforeLsn: Lsn; bytes: number } | undefined {
+    if (this.closing !== undefined) return undefined;
+    const inputs = this.retentionInputs();
+    if (inputs === undefined) return undefined;
+    const plan = planRetention(inputs.candidates, inputs.snapshots, this.settings, this.settings.clock(), undefined);
+    if (plan.segments === 0) return undefined;
+    const segments = this.segmentList.slice(0, plan.segments);
+    return { beforeLsn: segments[segments.length - 1]!.lastLsn + 1, bytes: segments.reduce((sum, s) => sum + s.bytes, 0) };
+  }
+
+  private retentionInputs(): { candidates: RetentionCandidate[]; snapshots: Array<SnapshotCandidate & { file: string }> } | undefined {
+    const { dir, fileSystem } = this.settings;
     const snapshotLsn = this.newestSnapshotLsn;
-    if (snapshotLsn === undefined) return { removed: [], archived: [] };
+    if (snapshotLsn === undefined) return undefined;
     if (this.settings.retentionMs !== undefined) this.learnTimestamps(snapshotLsn);
     const candidates = this.segmentList.map((s) => ({ bytes: s.bytes, firstLsn: s.firstLsn, lastLsn: s.lastLsn, maxTimestamp: s.timestamps?.max }));
     // Never a snapshot newer than the newest this log wrote or loaded: it is not one retention knows to be valid.
     const snapshots = listDataDirectory(fileSystem, dir).snapshots.filter((s) => s.lsn <= snapshotLsn).map((s) => ({ ...s, valid: this.isValidSnapshot(s) }));
+    return { candidates, snapshots };
+  }
+
+  private async retain(keepFromLsn: Lsn | undefined): Promise<{ removed: string[]; archived: string[] }> {
+    const { dir, archiveDir, logger, fileSystem } = this.settings;
+    const snapshotLsn = this.newestSnapshotLsn;
+    const inputs = this.retentionInputs();
+    if (inputs === undefined) return { removed: [], archived: [] };
+    const { candidates, snapshots } = inputs;
     const plan = planRetention(candidates, snapshots, this.settings, this.settings.clock(), keepFromLsn);
     // Forget the segments first (their offset indexes go with them), so no read started from now on can reach them.
     const files = this.segmentList.splice(0, plan.segments).map((s) => s.file);

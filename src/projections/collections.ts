@@ -36,6 +36,8 @@ export function collectionOf(state: BrokerState, name: string): CollectionState 
 
 export function applyDoc(state: BrokerState, body: DocBody, lsn: number): void {
   const collection = collectionOf(state, body.col);
+  // A document written again (moved out of an old segment, segment-release.ts) goes to the end: the map stays in LSN order.
+  collection.documents.delete(body.id);
   collection.documents.set(body.id, lsn);
   if (body.id >= collection.nextId) collection.nextId = body.id + 1;
 }

@@ -15,6 +15,7 @@ export function destinationOf(state: BrokerState, ref: DestinationRef): Destinat
 
 /** A msg record: one reference per listed destination (sessions with their delivery QoS, queues at QoS 1). */
 export function applyMsgToDestinations(state: BrokerState, body: MsgBody, lsn: number): void {
+  if (body.m !== undefined) return relinkMoved(state, body, body.m, lsn);
   const size = body.p.byteLength;
   // Indexed loops, not for-of with destructuring (an iterator per entry): these run for every record replayed.
   const sessions = body.s;
@@ -33,6 +34,12 @@ export function applyMsgToDestinations(state: BrokerState, body: MsgBody, lsn: n
       if (queue) enqueue(queue, row[1], lsn, size, 1);
     }
   }
+}
+
+/** A moved message: the entries that still reference the old record reference the new one. */
+function relinkMoved(state: BrokerState, body: MsgBody, from: number, to: number): void {
+  for (const [client, seq] of body.s ?? []) state.sessions.get(client)?.pending.relink(seq, from, to);
+  for (const [queue, seq] of body.u ?? []) state.queues.get(queue)?.pending.relink(seq, from, to);
 }
 
 /** `held`: the message itself, for entries that are not in the log (clean sessions). */

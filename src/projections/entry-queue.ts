@@ -180,6 +180,40 @@ export class EntryQueue<M = never> {
     return i < this.end ? this.seqs[i] : undefined;
   }
 
+  /** The entry `seq`, if it still references the record at LSN `from`, references `to` instead (a moved message). */
+  relink(seq: number, from: number, to: number): boolean {
+    const index = this.indexOf(seq);
+    if (index < 0 || this.lsns[index] !== from || this.heldMessages?.has(seq) === true) return false;
+    this.lsns[index] = to;
+    return true;
+  }
+
+  /**
+   * The live entry with the smallest LSN that is in the log (held ones are not). Not always the first:
+   * a moved message keeps its seq under a newer LSN.
+   */
+  oldestInLog(): EntryView<M> | undefined {
+    let best = -1;
+    const held = this.heldMessages;
+    for (let i = this.head; i < this.end; i++) {
+      if ((this.flagBits[i]! & EntryFlag.removed) !== 0 || (held !== undefined && held.has(this.seqs[i]!))) continue;
+      if (best < 0 || this.lsns[i]! < this.lsns[best]!) best = i;
+    }
+    return best < 0 ? undefined : this.viewAt(best);
+  }
+
+  /** The live entries in the log whose LSN is below `lsn`: [seq, lsn] pairs, at most `limit` (then undefined). */
+  referencesBefore(lsn: number, limit: number): Array<[seq: number, lsn: number]> | undefined {
+    const found: Array<[number, number]> = [];
+    const held = this.heldMessages;
+    for (let i = this.head; i < this.end; i++) {
+      if (this.lsns[i]! >= lsn || (this.flagBits[i]! & EntryFlag.removed) !== 0 || (held !== undefined && held.has(this.seqs[i]!))) continue;
+      if (found.length === limit) return undefined;
+      found.push([this.seqs[i]!, this.lsns[i]!]);
+    }
+    return found;
+  }
+
   /** The first live entry with a seq above `seq`. */
   entryAfter(seq: number): EntryView<M> | undefined {
     let i = this.upperBound(seq);

@@ -2,11 +2,11 @@
  * What pins the log: the oldest record that a live message still needs.
  * Queued messages are references into the log (their payload is read back
  * from the segment on delivery), so retention must keep every segment from
- * the oldest live message's LSN on. Within one destination, seq order is LSN
- * order (a msg record takes its seqs when it is appended), so the oldest
- * entry of each destination is its first one. Documents are references too
- * (collections.ts), never removed: a collection pins the log from its first
- * document's record on, which is its map's first entry.
+ * the oldest live message's LSN on. Documents are references too
+ * (collections.ts), never removed; a collection's map is in LSN order (a moved
+ * document goes to its end), so its first entry is its oldest. A moved message
+ * (segment-release.ts) keeps its seq under a newer LSN, so a destination's
+ * oldest entry is found by looking at all of them, not at the first.
  */
 import type { BrokerState } from './state.js';
 
@@ -26,12 +26,12 @@ export function oldestLiveMessage(state: BrokerState): LogPin | undefined {
   let oldest: LogPin | undefined;
   // An entry held in memory (from an old snapshot) needs no segment.
   for (const session of state.sessions.values()) {
-    const first = session.pending.first();
-    if (first && first.held === undefined && (oldest === undefined || first.lsn < oldest.lsn)) oldest = { lsn: first.lsn, holder: { kind: 'session', client: session.clientId, seq: first.seq } };
+    const entry = session.pending.oldestInLog();
+    if (entry && (oldest === undefined || entry.lsn < oldest.lsn)) oldest = { lsn: entry.lsn, holder: { kind: 'session', client: session.clientId, seq: entry.seq } };
   }
   for (const queue of state.queues.values()) {
-    const first = queue.pending.first();
-    if (first && first.held === undefined && (oldest === undefined || first.lsn < oldest.lsn)) oldest = { lsn: first.lsn, holder: { kind: 'queue', queue: queue.name, seq: first.seq } };
+    const entry = queue.pending.oldestInLog();
+    if (entry && (oldest === undefined || entry.lsn < oldest.lsn)) oldest = { lsn: entry.lsn, holder: { kind: 'queue', queue: queue.name, seq: entry.seq } };
   }
   for (const collection of state.collections.values()) {
     for (const [id, lsn] of collection.documents) {

@@ -83,6 +83,12 @@ export interface MsgBody {
   readonly from?: string;
   /** A retained value queued for a session on subscribe: delivered with the retain flag. */
   readonly r?: true;
+  /**
+   * Moved from: the LSN of the msg record this one copies, so that an old segment can be released
+   * (segment-release.ts). The destinations listed already hold the message under that LSN: their
+   * entries now point here; nothing is enqueued.
+   */
+  readonly m?: number;
 }
 
 /** `c` or `q` names the destination; `s` lists its finished seqs. */

@@ -7,7 +7,8 @@
  * snapshot after each stretch, so that the anchor snapshot of retention lies
  * after the documents: without the pin, their segments would go. Retention
  * retires the segments before the first document, and every document reads
- * back from the log after it, and again after a restart.
+ * back from the log after it, and again after a restart. (With segment
+ * release off: segment-release.test.ts covers documents moved out instead.)
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Broker } from '../../src/core/broker.js';
@@ -44,7 +45,7 @@ describe('retention keeps the segments holding documents', () => {
 
   it('retires the segments before the first document, and every document reads back, before and after a restart', async () => {
     const log = await SegmentedLog.open({ dir: directory.path, ...logOptions });
-    const broker = Broker.open({ log, ingestRoutes, logger: silentLogger() });
+    const broker = Broker.open({ log, ingestRoutes, logger: silentLogger(), limits: { releaseSegments: false } });
     await publishAll(broker, fillTopics('before'), () => 'x'.repeat(100));
     await broker.snapshot();
     await publishAll(broker, Array.from({ length: documentsTotal }, (_, index) => `docs/${index}`), (index) => JSON.stringify({ n: index, text: 'y'.repeat(100) }));
@@ -62,7 +63,7 @@ describe('retention keeps the segments holding documents', () => {
     await log.close();
 
     const reopened = await SegmentedLog.open({ dir: directory.path, ...logOptions });
-    const restarted = Broker.open({ log: reopened, ingestRoutes, logger: silentLogger() });
+    const restarted = Broker.open({ log: reopened, ingestRoutes, logger: silentLogger(), limits: { releaseSegments: false } });
     expect(restarted.recovery!.snapshotLsn).toBeGreaterThan(0);
     await expectEveryDocument(restarted);
     await reopened.close();

@@ -1,5 +1,6 @@
 /**
- * Retention respects live messages: with tiny segments, retention at 0 bytes
+ * Retention respects live messages (with --release-segments off, so that the
+ * pin itself is seen; segment-release.test.ts covers the move): with tiny segments, retention at 0 bytes
  * and frequent snapshots, a message still queued keeps its segment (and every
  * newer one) through retention and a restart, comes back with its exact
  * payload, and is reported as the pin by `cairn inspect stats` and /metrics;
@@ -27,7 +28,7 @@ const mqttPayload = Buffer.from(Array.from({ length: 500 }, (_, i) => (i * 101 +
 interface Broker { cairn: RunningCairn; connection: amqp.ChannelModel; channel: amqp.ConfirmChannel; base: string }
 
 async function start(dir: string): Promise<Broker> {
-  const args = ['--data', dir, '--mqtt-port', '0', '--amqp-port', '0', '--http-port', '0', '--segment-bytes', '4096', '--retention-bytes', '0', '--snapshot-every', '20'];
+  const args = ['--data', dir, '--mqtt-port', '0', '--amqp-port', '0', '--http-port', '0', '--segment-bytes', '4096', '--retention-bytes', '0', '--snapshot-every', '20', '--release-segments', 'off'];
   const cairn = await startCairn(parseServeArgs(args, {}), silentLogger());
   const connection = await amqp.connect(`amqp://127.0.0.1:${cairn.amqpPort!}`);
   const channel = await connection.createConfirmChannel();
