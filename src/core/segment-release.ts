@@ -6,7 +6,7 @@
  * live references in them are written again at the head of the log, and
  * their destinations point at the copies:
  *
- * - a message: a msg record with the same body and `m` = the LSN it was
+ * - a message: a msg record with the same body and `movedFrom` = the LSN it was
  *   moved from, listing only the (destination, seq) pairs that still hold
  *   it; apply relinks those entries (seq, delivery count and flags stay);
  * - a document: its doc record again (same collection, id and content).
@@ -97,7 +97,7 @@ export function relocationRecords(state: BrokerState, releasable: Releasable, re
     if (old.kind !== RecordKind.msg) throw new Error(`LSN ${lsn} is referenced as a queued message but holds a record of kind ${old.kind}`);
     const body = old.body as MsgBody;
     copiedBytes += body.p.byteLength;
-    const moved: { -readonly [K in keyof MsgBody]: MsgBody[K] } = { ...body, m: lsn };
+    const moved: { -readonly [K in keyof MsgBody]: MsgBody[K] } = { ...body, movedFrom: lsn };
     const qosOf = new Map((body.s ?? []).map(([client, seq, qos]) => [`${client}\u0000${seq}`, qos] as const));
     if (reference.sessions.length > 0) moved.s = reference.sessions.map(([client, seq]) => [client, seq, qosOf.get(`${client}\u0000${seq}`) ?? 1] as const);
     else delete moved.s;

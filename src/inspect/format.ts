@@ -96,7 +96,7 @@ function summarizeMsg(m: BodyOf['msg']): string {
   if (m.from !== undefined) parts.push(`from=${m.from}`);
   if (m.qos !== undefined) parts.push(`qos=${m.qos}`);
   if (m.r) parts.push('retained');
-  if (m.m !== undefined) parts.push(`moved-from=LSN ${m.m}`);
+  if (m.movedFrom !== undefined) parts.push(`moved-from=LSN ${m.movedFrom}`);
   const destinations = [...(m.s ?? []).map(([c, seq]) => `c:${c}#${seq}`), ...(m.u ?? []).map(([q, seq]) => `q:${q}#${seq}`)];
   if (destinations.length > 0) parts.push(`-> ${destinations.length <= 6 ? destinations.join(' ') : `${destinations.slice(0, 6).join(' ')} … (${destinations.length})`}`);
   parts.push(`payload=${payloadPreview(m.p)}`);

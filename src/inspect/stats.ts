@@ -53,8 +53,8 @@ export async function inspectStats(flags: ParsedFlags, io: InspectIo): Promise<n
       kind.records++;
       kind.bytes += record.size;
       byKind.set(kindLabel(record.kind), kind);
-      // A moved copy (its `m`) is not another message.
-      if (record.kind === RecordKind.msg && (record.body as MsgBody).m === undefined) count(record.body as MsgBody, topics, clients, queues);
+      // A moved copy (its `movedFrom`) is not another message.
+      if (record.kind === RecordKind.msg && (record.body as MsgBody).movedFrom === undefined) count(record.body as MsgBody, topics, clients, queues);
       if (filter.limit !== undefined && records >= filter.limit) break;
     }
   } finally {

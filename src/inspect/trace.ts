@@ -8,7 +8,7 @@
  * (session, seq) and (queue, seq) pairs; later records that name a pair are
  * its steps — deliver, ack (or PUBREC for QoS 2), drop (bound or purge) — and
  * a session end or queue delete discards every pair of that destination still
- * open; a msg record that moves the message (its `m`) is a step too. A pair
+ * open; a msg record that moves the message (its `movedFrom`) is a step too. A pair
  * still open at the end of the log is pending.
  */
 import { topicMatchesFilter, validateTopicFilter } from '../core/topic-filter.js';
@@ -153,7 +153,7 @@ export class MessageTracer {
     const step = (what: string): Step => ({ lsn: record.lsn, timestamp: record.timestamp, what });
     // A copy written so that an old segment could go (core/segment-release.ts): a step of the message it copies,
     // or, when that record is gone (retention removed it), where the trace starts.
-    if (kind === 'msg' && (record.body as MsgBody).m !== undefined && this.isMoveOfOpen(record.body as MsgBody)) {
+    if (kind === 'msg' && (record.body as MsgBody).movedFrom !== undefined && this.isMoveOfOpen(record.body as MsgBody)) {
       for (const [destination, seq] of destinationsOf(record.body as MsgBody)) open.get(`${destination}#${seq}`)?.steps.push(step(`moved to LSN ${record.lsn} (copied out of an old segment so that retention could remove it)`));
     } else if (kind === 'msg') {
       const body = record.body as MsgBody;
@@ -235,7 +235,7 @@ function noteStep(
 function publishedLine(t: MessageTrace): string {
   const { body, record } = t;
   const where = body.x !== undefined ? `exchange ${body.x || '(default)'} routing key ${body.t}` : `topic ${body.t}${body.qos !== undefined ? ` (qos ${body.qos})` : ''}`;
-  const moved = body.m !== undefined ? ` (a copy of the msg record at LSN ${body.m}, moved out of a segment retention has removed since)` : '';
+  const moved = body.movedFrom !== undefined ? ` (a copy of the msg record at LSN ${body.movedFrom}, moved out of a segment retention has removed since)` : '';
   return `message LSN ${record.lsn}${moved} at ${isoTime(record.timestamp)}: published${body.from !== undefined ? ` by ${body.from}` : ''} to ${where}${body.r ? ' (retained value queued on subscribe)' : ''}, payload ${payloadPreview(body.p)}`;
 }
 

@@ -15,7 +15,7 @@ export function destinationOf(state: BrokerState, ref: DestinationRef): Destinat
 
 /** A msg record: one reference per listed destination (sessions with their delivery QoS, queues at QoS 1). */
 export function applyMsgToDestinations(state: BrokerState, body: MsgBody, lsn: number): void {
-  if (body.m !== undefined) return relinkMoved(state, body, body.m, lsn);
+  if (body.movedFrom !== undefined) return relinkMoved(state, body, body.movedFrom, lsn);
   const size = body.p.byteLength;
   // Indexed loops, not for-of with destructuring (an iterator per entry): these run for every record replayed.
   const sessions = body.s;

@@ -88,7 +88,7 @@ export interface MsgBody {
    * (segment-release.ts). The destinations listed already hold the message under that LSN: their
    * entries now point here; nothing is enqueued.
    */
-  readonly m?: number;
+  readonly movedFrom?: number;
 }
 
 /** `c` or `q` names the destination; `s` lists its finished seqs. */

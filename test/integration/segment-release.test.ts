@@ -74,7 +74,7 @@ describe('releasing old segments that a few queued messages hold', () => {
     // The copy of the message is a msg record naming where it came from; its destinations were not enqueued twice.
     const copy = driver.log.readRecord(after.queue);
     expect(copy.kind).toBe(RecordKind.msg);
-    expect((copy.body as { m?: number }).m).toBe(before.queue);
+    expect((copy.body as { movedFrom?: number }).movedFrom).toBe(before.queue);
     expect(driver.broker.state.queues.get('kept')!.pending.size).toBe(1);
     expect(driver.broker.state.sessions.get('cold')!.pending.size).toBe(1);
 
@@ -123,7 +123,7 @@ describe('releasing old segments that a few queued messages hold', () => {
 
   it('trace shows the move as a step when the original record is still there', () => {
     const original: TracedRecord = { lsn: 10, timestamp: 1, kind: RecordKind.msg, body: { t: 'k', p: new Uint8Array([1]), x: '', u: [['q', 1]] } };
-    const moved: TracedRecord = { lsn: 90, timestamp: 2, kind: RecordKind.msg, body: { t: 'k', p: new Uint8Array([1]), x: '', u: [['q', 1]], m: 10 } };
+    const moved: TracedRecord = { lsn: 90, timestamp: 2, kind: RecordKind.msg, body: { t: 'k', p: new Uint8Array([1]), x: '', u: [['q', 1]], movedFrom: 10 } };
     const traces = traceMessages(() => [original, moved], { by: 'seq', destination: 'queue q', seq: 1 }, 5);
     expect(traces).toHaveLength(1);
     expect(traces[0]!.record.lsn).toBe(10);
