@@ -4,7 +4,10 @@
  *   - publisher confirms, pipelined: 10,000 messages on one connection, and
  *     10,000 split over 8 connections in parallel (one queue each), then
  *     waitForConfirms;
- *   - sequential confirm latency: 2,000 publishes, each awaiting its confirm;
+ *   - sequential confirm latency: 2,000 publishes, each awaiting its confirm,
+ *     transient into a non-durable queue and persistent into a durable one,
+ *     alternating with a raw write(100 B) + fdatasync on the same disk
+ *     (bench-durable-floor.ts: the durable round trip against its target);
  *   - end-to-end throughput publisher → consumer (10,000, manual ack,
  *     prefetch 100), timed from the first publish to the last delivery;
  *   - end-to-end latency: 2,000 sequential publish → deliver round trips.
@@ -21,9 +24,11 @@
  * Data lives in a temp dir (CAIRN_BENCH_DIR picks the disk), removed afterwards.
  */
 import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
-import { benchBaseDir, fmt, printTable, rawFdatasync, startCairn, tempDir } from './bench-mqtt.js';
+import { benchBaseDir, fmt, printTable, startCairn, tempDir } from './bench-mqtt.js';
+import { durableTargetRows, rawDiskOpeners, rawDiskRows, threadTimeRow } from './bench-durable-floor.js';
+import { timedCase, type TimedCase } from './bench-thread-times.js';
 import { maybeStartRabbit } from './rabbitmq-process.js';
-import { interleavedLatency, medianRuns, throughputRuns, timeRoundTrips, type LatencySummary, type RoundTripCase } from './bench-side-by-side.js';
+import { interleavedCases, interleavedLatency, medianRuns, throughputRuns, timeRoundTrips, type LatencySummary, type RoundTripCase } from './bench-side-by-side.js';
 
 const body = Buffer.alloc(100, 0x62);
 const pipelinedCount = 10_000;
@@ -47,7 +52,7 @@ async function sendWithBackpressure(channel: ConfirmChannel, queue: string): Pro
   }
 }
 
-async function pipelined(url: string, connections: number, total: number): Promise<number> {
+export async function pipelined(url: string, connections: number, total: number): Promise<number> {
   const models: ChannelModel[] = [];
   try {
     const channels: Array<{ channel: ConfirmChannel; queue: string }> = [];
@@ -74,13 +79,18 @@ async function pipelined(url: string, connections: number, total: number): Promi
   }
 }
 
-async function openSequentialConfirms(url: string): Promise<RoundTripCase> {
+/**
+ * Sequential publishes, each awaiting its confirm: persistent into a durable queue (Cairn writes and
+ * fdatasyncs before the confirm), or transient into a non-durable one (nothing is written: the
+ * round trip without the disk).
+ */
+export async function openSequentialConfirms(url: string, durable: boolean): Promise<RoundTripCase> {
   const model = await amqp.connect(url, latencySocket);
   const channel = await model.createConfirmChannel();
-  const queue = 'bench.sequential';
-  await channel.assertQueue(queue, { durable: true });
+  const queue = durable ? 'bench.sequential' : 'bench.sequential.transient';
+  await channel.assertQueue(queue, { durable });
   const publishOne = (): Promise<void> => new Promise((done, reject) => {
-    channel.sendToQueue(queue, body, { persistent: true }, (error) => (error ? reject(error) : done()));
+    channel.sendToQueue(queue, body, { persistent: durable }, (error) => (error ? reject(error) : done()));
   });
   for (let i = 0; i < warmUpRoundTrips; i++) await publishOne();
   return {
@@ -158,24 +168,51 @@ async function openEndToEndLatency(url: string): Promise<RoundTripCase> {
 
 interface AmqpResults {
   readonly pipelinedOne: number;
+  readonly transient: LatencySummary;
   readonly pipelinedMany: number;
   readonly sequential: LatencySummary;
   readonly endToEnd: { rate: number; received: number };
   readonly endToEndLatency: LatencySummary;
 }
 
-/** Every case on every broker (urls[0] is Cairn); results in the same order. */
-async function runCases(urls: readonly string[]): Promise<AmqpResults[]> {
+interface AmqpRun {
+  /** The raw disk, fdatasync on the calling thread and on the thread pool, sampled in alternation with the sequential confirms. */
+  readonly raw: readonly [LatencySummary, LatencySummary];
+  /** Cairn's thread times in its sequential confirm cases (transient, durable). */
+  readonly cairnThreads: readonly [TimedCase, TimedCase];
+  readonly results: AmqpResults[];
+}
+
+/** Every case on every broker (urls[0] is Cairn, its process `cairnPid`); results in the same order. */
+async function runCases(urls: readonly string[], cairnPid: number | undefined): Promise<AmqpRun> {
   const pipelinedOne = await medianRuns('pipelined x1', urls, (url) => pipelined(url, 1, pipelinedCount));
   const pipelinedMany = await medianRuns(`pipelined x${connectionsParallel}`, urls, (url) => pipelined(url, connectionsParallel, pipelinedCount));
-  const sequential = await interleavedLatency('sequential confirms', urls, latencyCount, openSequentialConfirms);
+  const cairnThreads: TimedCase[] = [];
+  const sequentialOpener = (url: string, index: number, durable: boolean) => async (): Promise<RoundTripCase> => {
+    const opened = await openSequentialConfirms(url, durable);
+    if (index !== 0) return opened;
+    const timed = timedCase(cairnPid, opened);
+    cairnThreads.push(timed);
+    return timed;
+  };
+  const openers = [
+    ...rawDiskOpeners,
+    ...urls.map((url, i) => sequentialOpener(url, i, false)),
+    ...urls.map((url, i) => sequentialOpener(url, i, true)),
+  ];
+  const [rawOnCallingThread, rawViaPool, ...sequential] = await interleavedCases('sequential confirms, transient and durable', openers, latencyCount);
   const endToEnd = await medianRuns('end-to-end throughput', urls, endToEndThroughput);
   const endToEndRoundTrips = await interleavedLatency('end-to-end latency', urls, latencyCount, openEndToEndLatency);
-  return urls.map((_, i) => ({ pipelinedOne: pipelinedOne[i]!, pipelinedMany: pipelinedMany[i]!, sequential: sequential[i]!, endToEnd: endToEnd[i]!, endToEndLatency: endToEndRoundTrips[i]! }));
+  const results = urls.map((_, i) => ({
+    pipelinedOne: pipelinedOne[i]!, pipelinedMany: pipelinedMany[i]!, transient: sequential[i]!, sequential: sequential[urls.length + i]!,
+    endToEnd: endToEnd[i]!, endToEndLatency: endToEndRoundTrips[i]!,
+  }));
+  return { raw: [rawOnCallingThread!, rawViaPool!], cairnThreads: cairnThreads as [TimedCase, TimedCase], results };
 }
 
 export async function benchAmqp(): Promise<void> {
-  const raw = rawFdatasync(500);
+  let raw: AmqpRun['raw'];
+  let cairnThreads: AmqpRun['cairnThreads'];
   const data = tempDir('cairn-bench-amqp-');
   const rabbitDir = tempDir('cairn-bench-rabbitmq-');
   let cairn: AmqpResults;
@@ -188,7 +225,10 @@ export async function benchAmqp(): Promise<void> {
     try {
       const urls = [`amqp://127.0.0.1:${broker.amqpPort}`];
       if (started.rabbit !== undefined) urls.push(`amqp://127.0.0.1:${started.rabbit.port}`);
-      [cairn, rabbitResults] = (await runCases(urls)) as [AmqpResults, AmqpResults | undefined];
+      const measured = await runCases(urls, broker.child.pid);
+      raw = measured.raw;
+      cairnThreads = measured.cairnThreads;
+      [cairn, rabbitResults] = measured.results as [AmqpResults, AmqpResults | undefined];
     } finally {
       await broker.stop();
       await started.rabbit?.stop();
@@ -202,15 +242,20 @@ export async function benchAmqp(): Promise<void> {
   const ms = (value: number): string => `${fmt(value, 3)} ms`;
   const ratio = (a: number, b: number | undefined): string => (b === undefined || !(b > 0) ? '-' : `${fmt(a / b)}x`);
   const rows: string[][] = [['case (durable queue, persistent, 100 B)', 'Cairn', 'RabbitMQ', 'Cairn/RabbitMQ']];
-  rows.push(['raw write(100 B)+fdatasync p50 / p99', `${ms(raw.p50)} / ${ms(raw.p99)}`, '', '']);
+  for (const [label, value] of rawDiskRows(...raw)) rows.push([label, value, '', '']);
   const row = (label: string, pick: (r: AmqpResults) => number, show: (r: AmqpResults) => string): void => {
     const other = rabbitResults;
     rows.push([label, show(cairn), other ? show(other) : 'skipped', ratio(pick(cairn), other && pick(other))]);
   };
   row(`confirms pipelined, 1 connection (${pipelinedCount}, median of ${throughputRuns})`, (r) => r.pipelinedOne, (r) => rate(r.pipelinedOne));
   row(`confirms pipelined, ${connectionsParallel} connections (${pipelinedCount} total, median of ${throughputRuns})`, (r) => r.pipelinedMany, (r) => rate(r.pipelinedMany));
+  row(`sequential confirm latency, transient, non-durable queue p50 (${latencyCount}, nodelay)`, (r) => r.transient.p50, (r) => ms(r.transient.p50));
+  row(`sequential confirm latency, transient, non-durable queue p99 (${latencyCount}, nodelay)`, (r) => r.transient.p99, (r) => ms(r.transient.p99));
   row(`sequential confirm latency p50 (${latencyCount}, nodelay)`, (r) => r.sequential.p50, (r) => ms(r.sequential.p50));
   row(`sequential confirm latency p99 (${latencyCount}, nodelay)`, (r) => r.sequential.p99, (r) => ms(r.sequential.p99));
+  for (const [label, value] of durableTargetRows(raw, cairn.transient, cairn.sequential)) rows.push([`${label} (transient / sequential confirm)`, value, '', '']);
+  for (const [label, value] of threadTimeRow('Cairn, transient confirm', cairnThreads[0].perRoundTrip())) rows.push([label, value, '', '']);
+  for (const [label, value] of threadTimeRow('Cairn, durable confirm', cairnThreads[1].perRoundTrip())) rows.push([label, value, '', '']);
   row(`end-to-end throughput (${e2eCount}, ack, prefetch ${prefetch}, median of ${throughputRuns})`, (r) => r.endToEnd.rate, (r) => `${rate(r.endToEnd.rate)} (${r.endToEnd.received}/${e2eCount})`);
   row(`end-to-end latency p50 (${latencyCount} sequential, nodelay)`, (r) => r.endToEndLatency.p50, (r) => ms(r.endToEndLatency.p50));
   row(`end-to-end latency p99 (${latencyCount} sequential, nodelay)`, (r) => r.endToEndLatency.p99, (r) => ms(r.endToEndLatency.p99));

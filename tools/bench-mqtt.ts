@@ -3,7 +3,9 @@
  * against the disk it writes to and, when `mosquitto` is installed, against
  * Mosquitto side by side. One run prints one table:
  *   - raw `write(100 B) + fdatasync` latency on the same disk (the floor for
- *     any per-message durable write);
+ *     any per-message durable write), sampled in alternation with the
+ *     latency cases (bench-durable-floor.ts: the durable round trip against
+ *     its target);
  *   - 2,000 sequential QoS 1 publishes (after 2,000 unmeasured), each
  *     awaiting its PUBACK, with no subscriber and with one offline persistent
  *     subscriber (clean=false, subscribed at QoS 1, then disconnected: the
@@ -24,7 +26,9 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import { join } from 'node:path';
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
-import { interleavedLatency, medianRuns, summarize, throughputRuns, timeRoundTrips, type LatencySummary, type RoundTripCase } from './bench-side-by-side.js';
+import { interleavedCases, medianRuns, throughputRuns, timeRoundTrips, type LatencySummary, type RoundTripCase } from './bench-side-by-side.js';
+import { durableTargetRows, rawDiskOpeners, rawDiskRows, threadTimeRow } from './bench-durable-floor.js';
+import { timedCase, type TimedCase } from './bench-thread-times.js';
 import { startScraperProcess } from './bench-scraper-process.js';
 import { startCairnProcess, stopChild, type CairnProcess } from './cairn-process.js';
 
@@ -44,28 +48,6 @@ export function benchBaseDir(): string {
 export function tempDir(prefix: string): { dir: string; remove(): void } {
   const dir = fs.mkdtempSync(join(benchBaseDir(), prefix));
   return { dir, remove: () => fs.rmSync(dir, { recursive: true, force: true }) };
-}
-
-/** 100-byte write + fdatasync, `iterations` times, in a temp dir on the bench disk. */
-export function rawFdatasync(iterations = 500): LatencySummary {
-  const temp = tempDir('cairn-bench-raw-');
-  try {
-    const fd = fs.openSync(join(temp.dir, 'raw'), 'w');
-    try {
-      const samples: number[] = [];
-      for (let i = 0; i < iterations + 20; i++) {
-        const started = performance.now();
-        fs.writeSync(fd, payload);
-        fs.fdatasyncSync(fd);
-        if (i >= 20) samples.push(performance.now() - started);
-      }
-      return summarize(samples);
-    } finally {
-      fs.closeSync(fd);
-    }
-  } finally {
-    temp.remove();
-  }
 }
 
 /** With CAIRN_BENCH_SCRAPE=1 the HTTP listener is on and bench-scraper.ts, a process of its own, loads it while the cases run. */
@@ -142,7 +124,7 @@ function connect(port: number, clientId: string, clean = true): Promise<MqttClie
 }
 
 /** Sequential QoS 1 publishes, each awaiting its PUBACK. */
-async function openSequentialQos1(port: number, topic: string, afterClose: () => Promise<void> = () => Promise.resolve()): Promise<RoundTripCase> {
+export async function openSequentialQos1(port: number, topic: string, afterClose: () => Promise<void> = () => Promise.resolve()): Promise<RoundTripCase> {
   const publisher = await connect(port, `bench-pub-${topic}`);
   const publishOne = async (): Promise<void> => { await publisher.publishAsync(topic, payload, { qos: 1 }); };
   for (let i = 0; i < warmUpPublishes; i++) await publishOne();
@@ -156,7 +138,7 @@ async function openSequentialQos1(port: number, topic: string, afterClose: () =>
 }
 
 /** The same with one offline persistent subscriber (clean=false, QoS 1): every publish is stored for it. */
-async function openOfflineSubscriberQos1(port: number, topic: string): Promise<RoundTripCase> {
+export async function openOfflineSubscriberQos1(port: number, topic: string): Promise<RoundTripCase> {
   const clientId = `bench-offline-${topic}`;
   const subscriber = await connect(port, clientId, false);
   await subscriber.subscribeAsync(topic, { qos: 1 });
@@ -209,17 +191,38 @@ interface MqttResults {
   readonly qos1: Throughput;
 }
 
-/** Every case on every broker (ports[0] is Cairn), alternating between them; results in the same order. */
-async function runCases(ports: readonly number[]): Promise<MqttResults[]> {
-  const noSub = await interleavedLatency('QoS 1, no subscriber', ports, latencyCount, (port) => openSequentialQos1(port, 'bench/nosub'));
-  const offline = await interleavedLatency('QoS 1, offline subscriber', ports, latencyCount, (port) => openOfflineSubscriberQos1(port, 'bench/offline'));
+interface MqttRun {
+  /** The raw disk, fdatasync on the calling thread and on the thread pool, sampled in alternation with the latency cases. */
+  readonly raw: readonly [LatencySummary, LatencySummary];
+  /** Cairn's thread times in its two latency cases (no subscriber, offline subscriber). */
+  readonly cairnThreads: readonly [TimedCase, TimedCase];
+  readonly results: MqttResults[];
+}
+
+/** Every case on every broker (ports[0] is Cairn, its process `cairnPid`), alternating between them; results in the same order. */
+async function runCases(ports: readonly number[], cairnPid: number | undefined): Promise<MqttRun> {
+  const cairnThreads: TimedCase[] = [];
+  const timedOnCairn = (index: number, open: () => Promise<RoundTripCase>) => async (): Promise<RoundTripCase> => {
+    if (index !== 0) return open();
+    const timed = timedCase(cairnPid, await open());
+    cairnThreads.push(timed);
+    return timed;
+  };
+  const openers = [
+    ...rawDiskOpeners,
+    ...ports.map((port, i) => timedOnCairn(i, () => openSequentialQos1(port, 'bench/nosub'))),
+    ...ports.map((port, i) => timedOnCairn(i, () => openOfflineSubscriberQos1(port, 'bench/offline'))),
+  ];
+  const [rawOnCallingThread, rawViaPool, ...latencies] = await interleavedCases('QoS 1 sequential, no subscriber and offline subscriber', openers, latencyCount);
   const qos0 = await medianRuns('QoS 0 throughput', ports, (port) => throughput(port, 'bench/tput0', 0));
   const qos1 = await medianRuns('QoS 1 throughput', ports, (port) => throughput(port, 'bench/tput1', 1));
-  return ports.map((_, i) => ({ noSub: noSub[i]!, offline: offline[i]!, qos0: qos0[i]!, qos1: qos1[i]! }));
+  const results = ports.map((_, i) => ({ noSub: latencies[i]!, offline: latencies[ports.length + i]!, qos0: qos0[i]!, qos1: qos1[i]! }));
+  return { raw: [rawOnCallingThread!, rawViaPool!], cairnThreads: cairnThreads as [TimedCase, TimedCase], results };
 }
 
 export async function benchMqtt(): Promise<void> {
-  const raw = rawFdatasync(500);
+  let raw: MqttRun['raw'];
+  let cairnThreads: MqttRun['cairnThreads'];
 
   const cairnData = tempDir('cairn-bench-mqtt-');
   const mosquittoDir = tempDir('cairn-bench-mosquitto-');
@@ -234,7 +237,10 @@ export async function benchMqtt(): Promise<void> {
     const scraper = scrapeWhileBenchmarking ? await startScraperProcess(broker.httpPort, scrapedQueues) : undefined;
     try {
       if (commandExists('mosquitto')) other = await startMosquitto(mosquittoDir.dir);
-      [cairn, mosquitto] = (await runCases(other === undefined ? [broker.mqttPort] : [broker.mqttPort, other.port])) as [MqttResults, MqttResults | undefined];
+      const measured = await runCases(other === undefined ? [broker.mqttPort] : [broker.mqttPort, other.port], broker.child.pid);
+      raw = measured.raw;
+      cairnThreads = measured.cairnThreads;
+      [cairn, mosquitto] = measured.results as [MqttResults, MqttResults | undefined];
     } finally {
       const scraped = await scraper?.stop();
       if (scraped) console.log(`scraper (its own process): ${scraped.rounds} rounds of ${scrapedQueues} queues (/metrics, /metrics/per-object, /api/queues, /api/overview, console's queue list), slowest round ${fmt(scraped.slowestRoundMs, 1)} ms, ${scraped.failures} failed requests`);
@@ -250,8 +256,7 @@ export async function benchMqtt(): Promise<void> {
   const rate = (t: Throughput): string => `${Math.round(t.rate).toLocaleString('en-US')} msg/s (rcvd ${t.received}/${throughputCount}${Number.isNaN(t.acked) ? '' : `, acked ${t.acked}`})`;
   const ratio = (a: number, b: number | undefined): string => (b === undefined || !(b > 0) ? '-' : `${fmt(a / b)}x`);
   const rows: string[][] = [['case', 'Cairn', 'Mosquitto', 'Cairn/Mosquitto']];
-  rows.push(['raw write(100 B)+fdatasync p50', ms(raw.p50), '', '']);
-  rows.push(['raw write(100 B)+fdatasync p99', ms(raw.p99), '', '']);
+  for (const [label, value] of rawDiskRows(...raw)) rows.push([label, value, '', '']);
   const latencyRow = (label: string, pick: (r: MqttResults) => number): void => {
     rows.push([label, ms(pick(cairn)), mosquitto ? ms(pick(mosquitto)) : 'skipped', ratio(pick(cairn), mosquitto && pick(mosquitto))]);
   };
@@ -264,8 +269,11 @@ export async function benchMqtt(): Promise<void> {
   };
   throughputRow('QoS 0 pub->sub throughput', (r) => r.qos0);
   throughputRow('QoS 1 pub->sub throughput', (r) => r.qos1);
+  for (const [label, value] of durableTargetRows(raw, cairn.noSub, cairn.offline)) rows.push([`${label} (no sub / offline sub)`, value, '', '']);
+  for (const [label, value] of threadTimeRow('Cairn, no subscriber', cairnThreads[0].perRoundTrip())) rows.push([label, value, '', '']);
+  for (const [label, value] of threadTimeRow('Cairn, offline persistent sub', cairnThreads[1].perRoundTrip())) rows.push([label, value, '', '']);
 
-  console.log(`MQTT: ${latencyCount} sequential publishes per latency case (after ${warmUpPublishes} unmeasured), ${throughputCount} x 100 B per throughput case (median of ${throughputRuns}); disk: ${benchBaseDir()}`);
+  console.log(`MQTT: ${latencyCount} sequential publishes per latency case (after ${warmUpPublishes} unmeasured; raw disk, Cairn and Mosquitto cases alternate), ${throughputCount} x 100 B per throughput case (median of ${throughputRuns}); disk: ${benchBaseDir()}`);
   printTable(rows);
   console.log(`Latency ratios > 1: Cairn slower; throughput ratios > 1: Cairn faster. Offline-sub case is Cairn's durable path (fsync per publish).`);
   console.log(mosquittoNote);

@@ -60,11 +60,20 @@ export async function medianRuns<B, T extends number | { rate: number }>(label: 
 }
 
 /** Opens (and so warms up) the case on every broker, then takes `count` samples each in alternating slices. */
-export async function interleavedLatency<B>(label: string, brokers: readonly B[], count: number, open: (broker: B) => Promise<RoundTripCase>): Promise<LatencySummary[]> {
+export function interleavedLatency<B>(label: string, brokers: readonly B[], count: number, open: (broker: B) => Promise<RoundTripCase>): Promise<LatencySummary[]> {
+  return interleavedCases(label, brokers.map((broker) => () => open(broker)), count);
+}
+
+/**
+ * Opens (and so warms up) every case in turn, then takes `count` samples of each in alternating
+ * slices: figures meant to be compared with each other (a disk's own latency, a broker's round trip
+ * with and without that disk) then see the same minutes of the machine's drift.
+ */
+export async function interleavedCases(label: string, openers: readonly (() => Promise<RoundTripCase>)[], count: number): Promise<LatencySummary[]> {
   const cases: RoundTripCase[] = [];
   try {
-    for (const broker of brokers) cases.push(await withTimeout(open(broker), `${label} (warm-up)`));
-    const samples: number[][] = brokers.map(() => []);
+    for (const open of openers) cases.push(await withTimeout(open(), `${label} (warm-up)`));
+    const samples: number[][] = cases.map(() => []);
     for (let slice = 0; slice < latencySlices; slice++) {
       for (const [i, c] of cases.entries()) samples[i]!.push(...(await withTimeout(c.sample(Math.ceil(count / latencySlices)), label)));
     }
