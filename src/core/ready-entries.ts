@@ -93,9 +93,9 @@ export class ReadyEntries {
   }
 
   private head(): [EntryView<AmqpMessage> | undefined, 'extra' | 'tail' | 'projection'] {
-    let best = this.extra.first();
+    let best = this.extra.size > 0 ? this.extra.first() : undefined;
     let source: 'extra' | 'tail' | 'projection' = 'extra';
-    const tailHead = this.tail.first();
+    const tailHead = this.tail.size > 0 ? this.tail.first() : undefined;
     if (tailHead !== undefined && (best === undefined || tailHead.seq < best.seq)) {
       best = tailHead;
       source = 'tail';
@@ -118,8 +118,8 @@ export class ReadyEntries {
   private absorbApplied(): void {
     const durable = this.durable;
     if (durable === undefined) return;
-    for (let entry = this.tail.first(); entry !== undefined && entry.seq < durable.nextSeq; entry = this.tail.first()) {
-      this.tail.shift();
+    for (let seq = this.tail.firstSeq(); seq !== undefined && seq < durable.nextSeq; seq = this.tail.firstSeq()) {
+      const entry = this.tail.shift()!;
       if (entry.seq > this.cursor) {
         this.aboveCursor++;
         this.aboveCursorBytes += entry.size;

@@ -152,6 +152,12 @@ export class EntryQueue<M = never> {
     return this.head < this.end ? this.viewAt(this.head) : undefined;
   }
 
+  /** The first entry's seq, without making a view of it (hot paths). */
+  firstSeq(): number | undefined {
+    this.skipRemoved();
+    return this.head < this.end ? this.seqs[this.head] : undefined;
+  }
+
   /** Adds one to the delivery count; false when it is not queued. */
   markDelivered(seq: number): boolean {
     const index = this.indexOf(seq);
