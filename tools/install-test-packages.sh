@@ -7,6 +7,7 @@
 #   promtool (metrics exposition check)                prometheus
 #   chromium (web console, headless via playwright)    chromium
 #   paho-mqtt (MQTT 5 check from Python)               python3-paho-mqtt
+#   nats-server (the JetStream log's 3-node cluster)   nats-server
 # Only the tools are used, so neither service may start: a policy-rc.d that
 # answers 101 ("not allowed") keeps invoke-rc.d from starting them.
 set -euo pipefail
@@ -17,6 +18,7 @@ apt_packages=()
 { command -v mosquitto_pub && command -v mosquitto_sub; } >/dev/null || apt_packages+=(mosquitto-clients)
 [ -x /usr/bin/chromium ] || apt_packages+=(chromium)
 /usr/bin/python3 -c 'import paho.mqtt.client' 2>/dev/null || apt_packages+=(python3-paho-mqtt)
+{ [ -x /usr/sbin/nats-server ] || command -v nats-server; } >/dev/null || apt_packages+=(nats-server)
 [ ${#apt_packages[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
@@ -37,7 +39,7 @@ apt-get update -qq
 DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends -o DPkg::Lock::Timeout=600 "${apt_packages[@]}" >&2
 if [ "$added_policy" = 1 ]; then rm -f "$policy"; fi
 # Belt and braces: if a service manager started a service anyway, stop it.
-for service in rabbitmq-server prometheus; do
+for service in rabbitmq-server prometheus nats-server; do
   if command -v systemctl >/dev/null && systemctl is-active --quiet "$service" 2>/dev/null; then
     systemctl stop "$service" && systemctl disable "$service"
   fi

@@ -7,9 +7,10 @@
  *
  *   describe('the file log', () => logContract(fileLogFactory));
  *
- * Run today against the file log (SegmentedLog: file-log.test.ts) and the
- * in-memory log (MemoryLog: memory-log.test.ts); the NATS JetStream log
- * (issue 17) will be the third. A factory is small on purpose:
+ * Run against the file log (SegmentedLog: file-log.test.ts), the in-memory
+ * log (MemoryLog: memory-log.test.ts) and the NATS JetStream log
+ * (JetStreamLog: jetstream-log.test.ts, on a three-node cluster). A factory
+ * is small on purpose:
  *
  *   capabilities   what applies to the implementation (see LogCapabilities);
  *                  the tests that need one are not registered where it is off

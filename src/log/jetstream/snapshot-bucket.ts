@@ -1,0 +1,56 @@
+/**
+ * Snapshots of a JetStream log, in a JetStream object store bucket beside its
+ * stream (`<stream>-snapshots`, same replicas): one object, `snapshot`, whose
+ * metadata names the LSN it covers. A put replaces the previous object only
+ * once the new one is complete (object store semantics), and a get verifies
+ * the object's SHA-256 digest, so a half-written snapshot is never loaded.
+ */
+import type { NatsConnection } from '@nats-io/transport-node';
+import { Objm, type ObjectStore } from '@nats-io/obj';
+import { LogError } from '../errors.js';
+import type { Lsn } from '../record.js';
+
+const objectName = 'snapshot';
+
+export interface StoredSnapshot {
+  readonly lsn: Lsn;
+  readonly data: Uint8Array;
+}
+
+/** The bucket is created with the first snapshot: a replicated group per log costs a second when nobody snapshots. */
+export class SnapshotBucket {
+  private constructor(
+    private readonly manager: Objm,
+    private readonly name: string,
+    private readonly replicas: number,
+    private store: ObjectStore | undefined,
+  ) {}
+
+  static async open(connection: NatsConnection, stream: string, replicas: number): Promise<SnapshotBucket> {
+    const manager = new Objm(connection);
+    const name = `${stream}-snapshots`;
+    const store = await manager.open(name).catch((error: unknown) => {
+      if (error instanceof Error && error.message === 'object store not found') return undefined;
+      throw error;
+    });
+    return new SnapshotBucket(manager, name, replicas, store);
+  }
+
+  async load(): Promise<StoredSnapshot | undefined> {
+    if (this.store === undefined) return undefined;
+    const info = await this.store.info(objectName);
+    if (info === null || info.deleted) return undefined;
+    const lsn = Number(info.metadata?.['lsn']);
+    if (!Number.isSafeInteger(lsn) || lsn < 1) throw new LogError('ESNAPSHOT', `the snapshot object's metadata names no LSN (${JSON.stringify(info.metadata)})`);
+    const data = await this.store.getBlob(objectName);
+    // getBlob resolves null when the object vanished between info and get, and rejects on a digest mismatch.
+    if (data === null) return undefined;
+    // The client hands back a Buffer; the log's snapshots are plain bytes, as the file log's are.
+    return { lsn, data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
+  }
+
+  async save(lsn: Lsn, data: Uint8Array): Promise<void> {
+    this.store ??= await this.manager.create(this.name, { replicas: this.replicas, description: 'Cairn snapshots of a log stream' });
+    await this.store.putBlob({ name: objectName, metadata: { lsn: String(lsn) } }, data);
+  }
+}
