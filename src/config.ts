@@ -11,6 +11,10 @@ import { choiceKind, countKind, durationKind, portKind, sizeKind, textKind, type
 import { parseIngestRoutes, IngestRouteError, type IngestRoute } from './core/ingest.js';
 import { edgeConfigOf, edgeFlags, type EdgeConfig } from './edge-config.js';
 import { logFormats, logLevels, type LogFormat, type LogLevel } from './log-levels.js';
+import { LogError } from './log/errors.js';
+import { parseJetStreamAddress, type JetStreamAddress } from './log/jetstream/jetstream-address.js';
+import { leaseTtlMsMin } from './log/jetstream/writer-lease.js';
+import { parseDuration } from './command-line/units.js';
 
 export { parseDuration, parseSize } from './command-line/units.js';
 export { UsageError } from './command-line/flags.js';
@@ -44,7 +48,31 @@ export interface ServeConfig extends EdgeConfig {
   readonly sysIntervalSeconds: number;
   /** The operator accepts that the log ends at this LSN, before the newest snapshot (src/log/recovery.ts, "log end"). */
   readonly acceptLostRecordsAfter: number | undefined;
+  /** --log nats://…/stream: the JetStream log instead of the file log in dataDir (served-log.ts). */
+  readonly logAddress: JetStreamAddress | undefined;
+  readonly natsCredsFile: string | undefined;
+  /** How long the JetStream log's writer lease outlives its holder's last renewal: the standby's takeover delay. */
+  readonly leaseTtlMs: number;
 }
+
+const logAddressKind: ValueKind<JetStreamAddress> = {
+  kind: 'value', valueName: 'ADDRESS',
+  check: (value) => {
+    try {
+      parseJetStreamAddress(value);
+      return undefined;
+    } catch (error) {
+      if (error instanceof LogError) return `is not a JetStream log address: ${error.message}`;
+      throw error;
+    }
+  },
+  convert: parseJetStreamAddress,
+};
+
+const leaseTtlKind: ValueKind<number> = {
+  ...durationKind,
+  check: (value) => durationKind.check(value) ?? (parseDuration(value)! < leaseTtlMsMin ? `must be at least ${leaseTtlMsMin} ms` : undefined),
+};
 
 /** A configuration the user got wrong: exit 2, like every usage error. */
 export const ConfigError = UsageError;
@@ -108,6 +136,9 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: 'log-format', ...kinds.logFormat, env: 'CAIRN_LOG_FORMAT', fallback: 'auto', help: 'json lines, pretty lines, or auto (pretty on a terminal)' },
   ...edgeFlags,
   { name: 'sys-interval', ...kinds.seconds, valueName: 'SECONDS', env: 'CAIRN_SYS_INTERVAL', fallback: '10', help: 'seconds between MQTT $SYS topic updates (0: no $SYS topics)' },
+  { name: 'log', ...logAddressKind, env: 'CAIRN_LOG', help: 'replicate the log in a NATS JetStream stream instead of --data: nats://host:4222,host2:4222/stream (tls:// for TLS); nodes on one stream fail over' },
+  { name: 'nats-creds', ...textKind('FILE'), env: 'CAIRN_NATS_CREDS', help: 'NATS credentials file (.creds) for --log' },
+  { name: 'lease-ttl', ...leaseTtlKind, env: 'CAIRN_LEASE_TTL', fallback: '5s', help: 'with --log: how long the writer lease outlives its holder (a standby takes over after it)' },
   {
     name: 'accept-lost-records-after', ...kinds.lsn, env: 'CAIRN_ACCEPT_LOST_RECORDS_AFTER',
     help: 'start from the newest snapshot although the newest log segment(s) are missing, losing the records after it: give the LSN the log ends at, as the refusal names it',
@@ -124,6 +155,7 @@ export const serveCommand: CommandSpec = {
   examples: [
     'cairn serve --data /var/lib/cairn --bind 0.0.0.0 --segment-bytes 128MiB --retention-age 7d',
     "cairn serve --config cairn.yaml --ingest 'sensors/#:sensor_readings' --print-config",
+    'cairn serve --log nats://nats1:4222,nats2:4222,nats3:4222/cairn --nats-creds cairn.creds --bind 0.0.0.0',
   ],
 };
 
@@ -176,5 +208,8 @@ export function serveConfigOf(parsed: ParsedCommand): ServeConfig {
     logFormat: kinds.logFormat.convert(required('log-format')),
     sysIntervalSeconds: kinds.seconds.convert(required('sys-interval')),
     acceptLostRecordsAfter: optional('accept-lost-records-after', kinds.lsn),
+    logAddress: optional('log', logAddressKind),
+    natsCredsFile: get('nats-creds'),
+    leaseTtlMs: leaseTtlKind.convert(required('lease-ttl')),
   };
 }

@@ -11,7 +11,6 @@
  * close, and `stopped` rejects; `cairn serve` then exits with its own code
  * so the supervisor restarts it into recovery.
  */
-import * as fs from 'node:fs';
 import { AclFile } from './auth/acl-file.js';
 import { loadUsersFile, anonymousUsers, type Users } from './auth/users.js';
 import type { ServeConfig } from './config.js';
@@ -20,8 +19,8 @@ import { checkDescriptorBudget, currentOpenFilesLimit } from './descriptor-budge
 import { defaultHttpLimits } from './http/limits.js';
 import type { ListenerAddress } from './http/management/resources.js';
 import { startHttpServer } from './http/server.js';
-import { lockDataDirectory } from './log/directory-lock.js';
 import { SegmentedLog, type LogFailedError, type LogFileSystem } from './log/index.js';
+import { openFileLog, openJetStreamServedLog, type ServedLog } from './served-log.js';
 import type { Logger } from './logger.js';
 import { Metrics } from './metrics.js';
 import { defaultAmqpLimits } from './protocols/amqp/limits.js';
@@ -36,7 +35,7 @@ import { version } from './version.js';
 
 export interface RunningCairn {
   readonly broker: Broker;
-  readonly log: SegmentedLog;
+  readonly log: ServedLog;
   readonly mqttPort: number | undefined;
   readonly amqpPort: number | undefined;
   readonly httpPort: number | undefined;
@@ -77,24 +76,13 @@ export async function startCairn(config: ServeConfig, logger: Logger, internals:
   const acl = config.aclFile === undefined ? undefined : await AclFile.load(config.aclFile);
   const tls = config.tls === undefined ? undefined : await TlsCredentials.load(config.tls);
   const metrics = new Metrics();
-  await fs.promises.mkdir(config.dataDir, { recursive: true });
-  // Before the log is opened: a second broker on this directory must not even run recovery on it.
-  const lock = lockDataDirectory(config.dataDir, 'cairn serve', logger);
-  const stop = new Stopper(lock.release, logger);
+  const stop = new Stopper(logger);
   try {
-    const log = await SegmentedLog.open({
-      dir: config.dataDir,
-      onSync: (seconds, records) => metrics.fsync(seconds, records),
-      onFailed: (error) => stop.failStop(error),
-      segmentBytesMax: config.segmentBytesMax,
-      logger: logger.child({ component: 'log' }),
-      ...(config.archiveDir !== undefined ? { archiveDir: config.archiveDir } : {}),
-      ...(config.retentionBytes !== undefined ? { retentionBytes: config.retentionBytes } : {}),
-      ...(config.retentionMs !== undefined ? { retentionMs: config.retentionMs } : {}),
-      ...(internals.logFileSystem !== undefined ? { fileSystem: internals.logFileSystem } : {}),
-      acceptLostRecordsAfter: config.acceptLostRecordsAfter,
-    });
-    stop.closeLast(() => log.close());
+    const options = { config, logger, metrics, onFailed: (error: LogFailedError) => stop.failStop(error), logFileSystem: internals.logFileSystem };
+    // A standby (--log nats://…) waits in here, before any listener opens, until it takes the writer lease.
+    const opened = config.logAddress === undefined ? await openFileLog(options) : await openJetStreamServedLog(options);
+    const { log } = opened;
+    stop.closeLast(() => opened.close());
     const broker = Broker.open({
       log,
       logger: logger.child({ component: 'core' }),
@@ -173,8 +161,8 @@ export async function startCairn(config: ServeConfig, logger: Logger, internals:
       mqttPort: mqtt?.port, amqpPort: amqp?.port, httpPort: http?.port, mqttsPort: mqtts?.port, amqpsPort: amqps?.port,
       httpsPort: https?.port, wsPort: ws?.port, wssPort: wss?.port,
     };
-    logger.info({ data: config.dataDir, ...Object.fromEntries(Object.entries(ports).map(([name, port]) => [name.replace(/Port$/, ''), port ?? 'off'])) }, `Cairn ${version} ready`);
-    reportHistory(log, logger);
+    logger.info({ ...(log instanceof SegmentedLog ? { data: config.dataDir } : { stream: config.logAddress?.stream }), ...Object.fromEntries(Object.entries(ports).map(([name, port]) => [name.replace(/Port$/, ''), port ?? 'off'])) }, `Cairn ${version} ready`);
+    if (log instanceof SegmentedLog) reportHistory(log, logger);
     return { broker, log, ...ports, reload: () => reload(acl, tls, logger), close: () => stop.close(), stopped: stop.stopped };
   } catch (error) {
     // Start-up failed: the caller gets this error, not a `stopped` it never saw.
@@ -186,7 +174,8 @@ export async function startCairn(config: ServeConfig, logger: Logger, internals:
 
 /**
  * How a running Cairn stops, in order: listeners (newest first), then
- * waiting for what was committed, then the log, then the data directory lock.
+ * waiting for what was committed, then the log (giving back the data
+ * directory lock or the writer lease it holds), even when a listener failed to close.
  * Either by close() or, when the log fails, by failStop(): one fatal line,
  * the same closing without the wait, and `stopped` rejects.
  */
@@ -198,10 +187,7 @@ class Stopper {
   private closing: Promise<void> | undefined;
   private settle!: { resolve: () => void; reject: (error: unknown) => void };
 
-  constructor(
-    private readonly releaseLock: () => void,
-    private readonly logger: Logger,
-  ) {
+  constructor(private readonly logger: Logger) {
     this.stopped = new Promise<void>((resolve, reject) => {
       this.settle = { resolve, reject };
     });
@@ -242,9 +228,9 @@ class Stopper {
     try {
       for (const close of this.listeners.reverse()) await close();
       if (drain) for (const wait of this.drains) await wait();
-      for (const close of this.finals) await close();
     } finally {
-      this.releaseLock();
+      // The log closes, and gives back the data directory lock or the writer lease, whatever happened before.
+      for (const close of this.finals) await close();
     }
   }
 }

@@ -37,14 +37,20 @@ export function tempDataDir(prefix = 'cairn-'): { dir: string; remove(): void } 
 /**
  * Starts `cairn serve --data dataDir` with every listener on port 0; `extraArgs` override (e.g. `--http-port off`);
  * `env` adds environment variables (e.g. a CAIRN_TEST_HOOK_*); `readyTimeoutMs` bounds the wait for the ready line
- * (a restart on a large data directory replays for longer than the default).
+ * (a restart on a large data directory replays for longer than the default). `output` collects the log lines from
+ * the start, before the process is ready (a standby waits for its writer lease before it is).
  */
-export function startCairnProcess(dataDir: string, extraArgs: readonly string[] = [], env: Readonly<Record<string, string>> = {}, readyTimeoutMs = startTimeoutMs): Promise<CairnProcess> {
+export function startCairnProcess(
+  dataDir: string,
+  extraArgs: readonly string[] = [],
+  env: Readonly<Record<string, string>> = {},
+  readyTimeoutMs = startTimeoutMs,
+  output: string[] = [],
+): Promise<CairnProcess> {
   const child = spawn(process.execPath, [cli, 'serve', '--data', dataDir, '--mqtt-port', '0', '--amqp-port', '0', '--http-port', '0', ...extraArgs], {
     env: { ...process.env, CAIRN_LOG_FORMAT: 'json', CAIRN_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const output: string[] = [];
   const keep = (line: string): void => { if (output.length < outputLinesMax) output.push(line); };
   const exitStatus = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => child.once('exit', (code, signal) => done({ code, signal })));
   const exited = exitStatus.then(() => undefined);

@@ -19,10 +19,6 @@ const defaultPort = 4222;
 /** JetStream stream names: no whitespace, `.`, `*`, `>`, path separators. */
 const streamNamePattern = /^[A-Za-z0-9_-]{1,64}$/;
 
-export function isJetStreamAddress(text: string): boolean {
-  return /^(nats|tls):\/\//.test(text);
-}
-
 export function parseJetStreamAddress(text: string): JetStreamAddress {
   const match = /^(nats|tls):\/\/([^/]+)\/([^/]+)$/.exec(text);
   if (match === null) throw new LogError('EINVALIDARGUMENT', `a JetStream log address is nats://host:port[,host:port…]/stream, got ${JSON.stringify(text)}`);

@@ -1,0 +1,107 @@
+/**
+ * The log `cairn serve` runs on. By default the segmented file log in the
+ * data directory (locked, so one process at a time). With
+ * `--log nats://host:4222,…/stream` the JetStream log (src/log/jetstream/):
+ * several Cairn nodes may point at the same stream, and the one holding the
+ * stream's writer lease writes it; the others are standbys, waiting (before
+ * any listener opens) until the lease's key expires, then reading the stream,
+ * fencing the old writer off and serving. A writer that loses its lease fails
+ * its log at once (EDEPOSED), which stops it like any failed log (fail-stop).
+ */
+import * as fs from 'node:fs';
+import { hostname } from 'node:os';
+import type { ServeConfig } from './config.js';
+import { lockDataDirectory } from './log/directory-lock.js';
+import { SegmentedLog, type LogFailedError, type LogFileSystem } from './log/index.js';
+import { JetStreamLog } from './log/jetstream/jetstream-log.js';
+import { connectToNats } from './log/jetstream/nats-connection.js';
+import { WriterLease } from './log/jetstream/writer-lease.js';
+import type { Logger } from './logger.js';
+import type { Metrics } from './metrics.js';
+
+export type ServedLog = SegmentedLog | JetStreamLog;
+
+export interface OpenedLog {
+  readonly log: ServedLog;
+  /** Closes the log and gives back what it held (the data directory lock, or the writer lease and the connection). */
+  close(): Promise<void>;
+}
+
+export interface ServedLogOptions {
+  readonly config: ServeConfig;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  readonly onFailed: (error: LogFailedError) => void;
+  /** Tests only (fault injection into the file log). */
+  readonly logFileSystem?: LogFileSystem | undefined;
+}
+
+/** Locks the data directory before the log is opened: a second broker on it must not even run recovery. Released by close(). */
+export async function openFileLog({ config, logger, metrics, onFailed, logFileSystem }: ServedLogOptions): Promise<OpenedLog> {
+  await fs.promises.mkdir(config.dataDir, { recursive: true });
+  const lock = lockDataDirectory(config.dataDir, 'cairn serve', logger);
+  try {
+    const log = await SegmentedLog.open({
+      dir: config.dataDir,
+      onSync: (seconds, records) => metrics.fsync(seconds, records),
+      onFailed,
+      segmentBytesMax: config.segmentBytesMax,
+      logger: logger.child({ component: 'log' }),
+      ...(config.archiveDir !== undefined ? { archiveDir: config.archiveDir } : {}),
+      ...(config.retentionBytes !== undefined ? { retentionBytes: config.retentionBytes } : {}),
+      ...(config.retentionMs !== undefined ? { retentionMs: config.retentionMs } : {}),
+      ...(logFileSystem !== undefined ? { fileSystem: logFileSystem } : {}),
+      acceptLostRecordsAfter: config.acceptLostRecordsAfter,
+    });
+    return {
+      log,
+      close: async () => {
+        try {
+          await log.close();
+        } finally {
+          lock.release();
+        }
+      },
+    };
+  } catch (error) {
+    lock.release();
+    throw error;
+  }
+}
+
+/** Waits (as a standby) for the stream's writer lease, then opens the JetStream log with a fence. */
+export async function openJetStreamServedLog({ config, logger, onFailed }: ServedLogOptions): Promise<OpenedLog> {
+  const address = config.logAddress!;
+  const logLogger = logger.child({ component: 'log' });
+  const connection = await connectToNats(address, { credsFile: config.natsCredsFile, name: `cairn ${hostname()}:${process.pid}` });
+  let lease: WriterLease | undefined;
+  try {
+    let log: JetStreamLog | undefined;
+    let standbySince: number | undefined;
+    lease = await WriterLease.acquire({
+      connection, stream: address.stream, holder: `${hostname()}:${process.pid}`, ttlMs: config.leaseTtlMs, logger: logLogger,
+      onWaiting: (heldBy) => {
+        if (standbySince !== undefined) return;
+        standbySince = performance.now();
+        logger.info({ stream: address.stream, heldBy, leaseTtlMs: config.leaseTtlMs }, 'standby: another node writes the log; waiting for its writer lease to expire');
+      },
+      onLost: (reason) => log?.fail(`this node no longer writes the log: ${reason}`, undefined, 'EDEPOSED'),
+    });
+    const opening = performance.now();
+    log = await JetStreamLog.open({ address, connection, fence: true, logger: logLogger, onFailed });
+    logger.info({ stream: address.stream, nextLsn: log.nextLsn, readMs: Math.round(performance.now() - opening), standbyMs: standbySince === undefined ? 0 : Math.round(performance.now() - standbySince) }, 'took the writer lease: this node writes the log');
+    const [opened, held] = [log, lease];
+    return {
+      log: opened,
+      close: async () => {
+        await opened.close();
+        await held.release();
+        await connection.close();
+      },
+    };
+  } catch (error) {
+    lease?.stop();
+    await connection.close();
+    throw error;
+  }
+}
