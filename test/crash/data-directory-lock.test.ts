@@ -5,7 +5,7 @@
  * `inspect` commands still work on it; after kill -9 of the holder a new
  * broker takes the directory over and finds every acknowledged message.
  */
-import mqtt from 'mqtt';
+import { connectPersistentSession } from '../support/persistent-session.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCairnCommand, startBroker, tempDataDir, type BrokerProcess } from '../support/broker-process.js';
 
@@ -20,17 +20,6 @@ async function broker(dir: string): Promise<BrokerProcess> {
   return running;
 }
 
-/** A persistent session; `received` collects messages from the first packet on (a session's queue follows CONNACK at once). */
-async function connect(port: number, clientId: string, received: string[] = []): Promise<mqtt.MqttClient> {
-  const client = mqtt.connect({ host: '127.0.0.1', port, clientId, clean: false, reconnectPeriod: 0, protocolVersion: 4 });
-  client.on('message', (_topic, payload) => received.push(payload.toString()));
-  cleanups.push(() => client.endAsync(true));
-  await new Promise<void>((resolve, reject) => {
-    client.once('connect', () => resolve());
-    client.once('error', reject);
-  });
-  return client;
-}
 
 function stderrLines(stderr: string): string[] {
   return stderr.split('\n').filter((line) => line.trim() !== '');
@@ -44,10 +33,10 @@ describe('the data directory lock across processes', () => {
     const first = await broker(data.dir);
     const holderPid = first.child.pid!;
 
-    const reader = await connect(first.mqttPort, 'reader');
+    const reader = await connectPersistentSession(first.mqttPort, 'reader', cleanups);
     await reader.subscribeAsync('audit/#', { qos: 1 });
     await reader.endAsync();
-    const publisher = await connect(first.mqttPort, 'publisher');
+    const publisher = await connectPersistentSession(first.mqttPort, 'publisher', cleanups);
     for (let i = 1; i <= 5; i++) await publisher.publishAsync('audit/event', `acked-${i}`, { qos: 1 });
 
     const second = await runCairnCommand(['serve', '--data', data.dir, '--mqtt-port', '0', '--amqp-port', 'off', '--http-port', 'off']);
@@ -67,7 +56,7 @@ describe('the data directory lock across processes', () => {
     const next = await broker(data.dir);
     expect(next.output.some((line) => line.includes('took over the data directory lock') && line.includes(`"pid":${holderPid}`))).toBe(true);
     const received: string[] = [];
-    await connect(next.mqttPort, 'reader', received);
+    await connectPersistentSession(next.mqttPort, 'reader', cleanups, received);
     await expect.poll(() => received.length).toBe(5);
     expect(received).toEqual(['acked-1', 'acked-2', 'acked-3', 'acked-4', 'acked-5']);
   });

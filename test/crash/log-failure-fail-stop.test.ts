@@ -9,7 +9,7 @@
  * The fault: CAIRN_TEST_HOOK_FAIL_FDATASYNC_AFTER=N makes every fdatasync of
  * the log after the first N fail with EIO (src/test-hooks.ts).
  */
-import mqtt from 'mqtt';
+import { connectPersistentSession } from '../support/persistent-session.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { failFdatasyncAfterVariable } from '../../src/test-hooks.js';
 import { startBroker, tempDataDir, type BrokerProcess } from '../support/broker-process.js';
@@ -25,18 +25,6 @@ async function broker(dir: string, env: Record<string, string> = {}): Promise<Br
   return running;
 }
 
-/** A persistent session; `received` collects messages from the first packet on. */
-async function connect(port: number, clientId: string, received: string[] = []): Promise<mqtt.MqttClient> {
-  const client = mqtt.connect({ host: '127.0.0.1', port, clientId, clean: false, reconnectPeriod: 0, protocolVersion: 4 });
-  client.on('message', (_topic, payload) => received.push(payload.toString()));
-  client.on('error', () => undefined);
-  cleanups.push(() => client.endAsync(true));
-  await new Promise<void>((resolve, reject) => {
-    client.once('connect', () => resolve());
-    client.once('error', reject);
-  });
-  return client;
-}
 
 function parsedLines(output: readonly string[]): Array<Record<string, unknown>> {
   return output.flatMap((line) => {
@@ -54,10 +42,10 @@ describe('a failed fdatasync while serving', () => {
     cleanups.push(() => data.remove());
     const failing = await broker(data.dir, { [failFdatasyncAfterVariable]: '20' });
 
-    const reader = await connect(failing.mqttPort, 'reader');
+    const reader = await connectPersistentSession(failing.mqttPort, 'reader', cleanups);
     await reader.subscribeAsync('audit/#', { qos: 1 });
     await reader.endAsync();
-    const publisher = await connect(failing.mqttPort, 'publisher');
+    const publisher = await connectPersistentSession(failing.mqttPort, 'publisher', cleanups);
     const acked: string[] = [];
     const exited = failing.exited.then(() => 'exited' as const);
     for (let i = 1; i <= 200; i++) {
@@ -83,7 +71,7 @@ describe('a failed fdatasync while serving', () => {
 
     const restarted = await broker(data.dir);
     const received: string[] = [];
-    await connect(restarted.mqttPort, 'reader', received);
+    await connectPersistentSession(restarted.mqttPort, 'reader', cleanups, received);
     await expect.poll(() => received.length >= acked.length, { timeout: 5_000 }).toBe(true);
     // Every acknowledged message, in order; a message written but never acknowledged may follow (at least once).
     expect(received.slice(0, acked.length)).toEqual(acked);

@@ -10,7 +10,7 @@
  * printed.
  */
 import amqp from 'amqplib';
-import mqtt from 'mqtt';
+import { connectPersistentSession } from '../support/persistent-session.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startNatsCluster, type NatsCluster } from '../../tools/nats-cluster.js';
 import { startBroker, tempDataDir, type BrokerProcess } from '../support/broker-process.js';
@@ -38,18 +38,6 @@ function serve(stream: string, lines: string[], readyTimeoutMs = 15_000): Promis
   return started;
 }
 
-async function mqttClient(port: number, clientId: string, received: string[] = []): Promise<mqtt.MqttClient> {
-  // The handler is there before CONNACK: a persistent session's queued messages follow it at once.
-  const client = mqtt.connect({ host: '127.0.0.1', port, clientId, clean: false, reconnectPeriod: 0, protocolVersion: 4 });
-  client.on('message', (_topic, payload) => received.push(payload.toString()));
-  cleanups.push(() => client.endAsync(true));
-  await new Promise<void>((resolve, reject) => {
-    client.once('connect', () => resolve());
-    client.once('error', reject);
-  });
-  client.on('error', () => undefined);
-  return client;
-}
 
 describe('failover on the JetStream log', () => {
   it('kill -9 the leader: the standby takes over and every acknowledged message is there', async () => {
@@ -60,10 +48,10 @@ describe('failover on the JetStream log', () => {
     await until(() => standbyLines.some((line) => line.includes('standby: another node writes the log')), 'the second node to wait as a standby', 15_000);
 
     // MQTT: a persistent session subscribed, offline; QoS 1 publishes, each PUBACKed.
-    const reader = await mqttClient(leader.mqttPort, 'reader');
+    const reader = await connectPersistentSession(leader.mqttPort, 'reader', cleanups);
     await reader.subscribeAsync('audit/#', { qos: 1 });
     await reader.endAsync();
-    const publisher = await mqttClient(leader.mqttPort, 'publisher');
+    const publisher = await connectPersistentSession(leader.mqttPort, 'publisher', cleanups);
     const mqttAcked: string[] = [];
     for (let i = 1; i <= 100; i++) {
       await publisher.publishAsync('audit/event', `event-${i}`, { qos: 1 });
@@ -92,7 +80,7 @@ describe('failover on the JetStream log', () => {
     expect(standbyLines.some((line) => line.includes('took the writer lease'))).toBe(true);
 
     const received: string[] = [];
-    await mqttClient(standby.mqttPort, 'reader', received);
+    await connectPersistentSession(standby.mqttPort, 'reader', cleanups, received);
     await until(() => received.length >= mqttAcked.length, `the ${mqttAcked.length} acknowledged MQTT messages (got ${received.length})`);
     expect(new Set(received)).toEqual(new Set(mqttAcked));
 
