@@ -7,7 +7,8 @@
  * its key expires, fences the stream, replays it and serves: every
  * acknowledged message is there, for the MQTT persistent session and the AMQP
  * durable queue. The takeover time (kill to the standby's ready line) is
- * printed.
+ * printed. A leader paused (SIGSTOP) past its lease and resumed finds its
+ * lease taken, fails its log and stops (exit 74) without writing again.
  */
 import amqp from 'amqplib';
 import { connectPersistentSession } from '../support/persistent-session.js';
@@ -93,5 +94,42 @@ describe('failover on the JetStream log', () => {
     }, { noAck: true });
     await until(() => bodies.length >= amqpConfirmed.length, `the ${amqpConfirmed.length} confirmed AMQP messages (got ${bodies.length})`);
     expect(bodies).toEqual(amqpConfirmed);
+  });
+
+  it('a leader paused past its lease (SIGSTOP) and resumed does not write again: it stops (exit 74) and the new leader keeps every message', async () => {
+    const leaderLines: string[] = [];
+    const leader = await serve('paused', leaderLines);
+    const standbyLines: string[] = [];
+    const standbyReady = serve('paused', standbyLines, 60_000);
+    await until(() => standbyLines.some((line) => line.includes('standby: another node writes the log')), 'the second node to wait as a standby', 15_000);
+    const reader = await connectPersistentSession(leader.mqttPort, 'reader', cleanups);
+    await reader.subscribeAsync('audit/#', { qos: 1 });
+    await reader.endAsync();
+    const publisher = await connectPersistentSession(leader.mqttPort, 'publisher', cleanups);
+    const acked: string[] = [];
+    for (let i = 1; i <= 20; i++) {
+      await publisher.publishAsync('audit/event', `before-${i}`, { qos: 1 });
+      acked.push(`before-${i}`);
+    }
+
+    leader.child.kill('SIGSTOP');
+    const standby = await standbyReady;
+    const second = await connectPersistentSession(standby.mqttPort, 'publisher-2', cleanups);
+    for (let i = 1; i <= 20; i++) {
+      await second.publishAsync('audit/event', `after-${i}`, { qos: 1 });
+      acked.push(`after-${i}`);
+    }
+    leader.child.kill('SIGCONT');
+    // Its next lease renewal names a revision that is gone: it fails its log and stops, as on a failed fdatasync.
+    expect(await leader.exited).toEqual({ code: 74, signal: null });
+    expect(leaderLines.some((line) => line.includes('this node no longer writes the log'))).toBe(true);
+
+    const received: string[] = [];
+    await connectPersistentSession(standby.mqttPort, 'reader', cleanups, received);
+    await until(() => received.length >= acked.length, `the ${acked.length} acknowledged messages (got ${received.length})`);
+    expect(new Set(received)).toEqual(new Set(acked));
+    // The new leader still writes: the deposed one neither fenced it off nor interleaved with it.
+    await second.publishAsync('audit/event', 'last', { qos: 1 });
+    await until(() => received.includes('last'), 'a publish after the old leader stopped');
   });
 });
