@@ -8,6 +8,7 @@ import { benchAmqp } from './bench-amqp.js';
 import { benchBacklog } from './bench-backlog.js';
 import { benchCollections } from './bench-collections.js';
 import { benchFuzz } from './bench-fuzz.js';
+import { benchHa } from './bench-ha.js';
 import { benchInspect } from './bench-inspect.js';
 import { benchLog } from './bench-log.js';
 import { benchMqtt } from './bench-mqtt.js';
@@ -29,6 +30,7 @@ const suites: readonly BenchSuite[] = [
   { name: 'inspect', run: benchInspect },
   { name: 'collections', run: benchCollections },
   { name: 'fuzz', run: benchFuzz },
+  { name: 'ha', run: benchHa },
 ];
 
 async function main(): Promise<void> {

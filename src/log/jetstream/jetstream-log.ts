@@ -34,10 +34,14 @@
  * message since forgets the last id once it is older than that window, and
  * refuses the writer's next append: the writer fails and a standby (or the
  * restart) takes over with a fence; nothing is lost.
- * Any failed publish fails the log for good (as a failed fdatasync does the
- * file log: errors.ts LogFailedError): appends are refused, nothing more is
- * acknowledged, `onFailed` is told; the broker stops and a restart reloads
- * the stream.
+ * A publish refused because another message took its place fails the log
+ * for good (as a failed fdatasync does the file log: errors.ts
+ * LogFailedError): appends are refused, nothing more is acknowledged,
+ * `onFailed` is told; the broker stops and a restart reloads the stream. A
+ * publish not acknowledged in time (the server this client talked to died,
+ * the stream is electing a leader) is resent with everything after it, with
+ * the same ids, until publishTimeoutMs passes without an ack; then the log
+ * fails too.
  *
  * Reads are served from memory (held-frames.ts): the stream is read in full
  * at open, from its first message, and every appended frame is kept until
@@ -61,7 +65,7 @@ export interface JetStreamLogOptions {
   readonly credsFile?: string | undefined;
   /** Replicas of a stream this log creates (an existing stream keeps its own). Default 3. */
   readonly replicas?: number;
-  /** How long a publish may wait for JetStream's ack before the log fails. Default 10 s (a stream leader election takes a few). */
+  /** How long a record may go unacknowledged, resends included, before the log fails. Default 10 s (a stream leader election takes a few); at most duplicateWindowMs. */
   readonly publishTimeoutMs?: number;
   /** Publish a fence message first: every writer that read the stream before it can append no more. A writer taking over sets it. */
   readonly fence?: boolean;
@@ -73,8 +77,14 @@ export interface JetStreamLogOptions {
 }
 
 export const publishTimeoutMsDefault = 10_000;
-/** The stream's duplicate window: every message id is remembered this long by each server (memory), see Fencing. */
-export const duplicateWindowMs = 10_000;
+/**
+ * The stream's duplicate window: every message id is remembered this long by each server (memory), see Fencing.
+ * It must outlast a record's resends (publishTimeoutMs), so that a resent record the stream holds is a duplicate.
+ */
+export const duplicateWindowMs = 30_000;
+/** One publish attempt waits this long for its ack before the unacknowledged records are resent. */
+const publishAttemptMs = 2_000;
+const resendPauseMs = 100;
 
 interface DurableWaiter {
   readonly lsn: Lsn;
@@ -91,8 +101,12 @@ export class JetStreamLog {
   private readonly subject: string;
   /** A fresh id at each open: the prefix of this writer's message ids. */
   private readonly writerId = randomBytes(6).toString('hex');
-  /** The message id of this writer's last message (none yet: undefined): what its next publish expects before it. */
-  private ownLast: string | undefined = undefined;
+  /** The LSN of this writer's first message: every later one expects its predecessor's message id before it. */
+  private firstOwnLsn: Lsn | undefined = undefined;
+  /** Bumped when the unacknowledged records are resent: a failed attempt of an earlier round is covered by it. */
+  private resendRound = 0;
+  /** When publishes began failing with no ack since (undefined: no outage). */
+  private outageSince: number | undefined = undefined;
 
   private constructor(
     readonly stream: string,
@@ -124,7 +138,8 @@ export class JetStreamLog {
       await new StreamReader(js, address.stream, frames).readUntil(state.last_seq);
       const snapshots = await SnapshotBucket.open(connection, address.stream, replicas);
       const snapshot = await snapshots.load();
-      const settings = { publishTimeoutMs: options.publishTimeoutMs ?? publishTimeoutMsDefault, logger, onFailed: options.onFailed };
+      const publishTimeoutMs = Math.min(options.publishTimeoutMs ?? publishTimeoutMsDefault, duplicateWindowMs);
+      const settings = { publishTimeoutMs, logger, onFailed: options.onFailed };
       const log = new JetStreamLog(address.stream, connection, options.connection === undefined, js, manager, frames, snapshots, snapshot, settings);
       if (options.fence === true) await log.publishFence();
       logger.info({ stream: address.stream, firstLsn: frames.firstLsn, nextLsn: frames.nextLsn, snapshotLsn: snapshot?.lsn, fenced: options.fence === true }, 'opened the JetStream log');
@@ -246,38 +261,85 @@ export class JetStreamLog {
     return this.closing;
   }
 
-  /** Publishes the message of `lsn` behind this writer's previous one (see Fencing above). */
+  /**
+   * Publishes the message of `lsn` behind this writer's previous one (see Fencing above). The same LSN always
+   * goes out with the same message id and expectations, so a resend is either stored or answered as a duplicate.
+   */
   private publish(lsn: Lsn, frame: Uint8Array): Promise<PubAck> {
-    const msgID = `${this.writerId}:${lsn}`;
-    const expect = this.ownLast === undefined ? { lastSequence: lsn - 1 } : { lastSequence: lsn - 1, lastMsgID: this.ownLast };
-    this.ownLast = msgID;
-    return this.js.publish(this.subject, frame, { msgID, expect, timeout: this.settings.publishTimeoutMs });
+    this.firstOwnLsn ??= lsn;
+    const expect = lsn > this.firstOwnLsn ? { lastSequence: lsn - 1, lastMsgID: this.messageId(lsn - 1) } : { lastSequence: lsn - 1 };
+    return this.js.publish(this.subject, frame, { msgID: this.messageId(lsn), expect, timeout: publishAttemptMs });
+  }
+
+  private messageId(lsn: Lsn): string {
+    return `${this.writerId}:${lsn}`;
   }
 
   private publishRecord(lsn: Lsn, frame: Buffer): void {
+    const round = this.resendRound;
     this.publish(lsn, frame).then(
       (ack) => this.acknowledged(lsn, ack),
-      (error: unknown) => this.publishFailed(lsn, error),
+      (error: unknown) => this.publishFailed(lsn, round, error),
     );
   }
 
   private acknowledged(lsn: Lsn, ack: PubAck): void {
     if (this.failure !== undefined) return;
-    if (ack.seq !== lsn || ack.duplicate) {
+    // A duplicate is a resend of a message the stream already holds: fine, if at its own sequence.
+    if (ack.seq !== lsn) {
       this.fail(`JetStream stored LSN ${lsn} at sequence ${ack.seq}${ack.duplicate ? ' (as a duplicate)' : ''}; the log and the stream disagree`, undefined);
       return;
     }
-    // The chain of expected sequences makes an ack for `lsn` an ack for every LSN before it.
+    this.outageSince = undefined;
+    // The chain of expectations makes an ack for `lsn` an ack for every LSN before it.
     if (lsn > this.durable) this.durable = lsn;
     while (this.waiters.length > 0 && this.waiters[0]!.lsn <= this.durable) this.waiters.shift()!.resolve();
   }
 
-  private publishFailed(lsn: Lsn, error: unknown): void {
-    if (error instanceof JetStreamApiError && isWrongLast(error)) {
+  /**
+   * Another writer's message in the way fails the log at once. Anything else (a timeout: the server this client
+   * was connected to died, or the stream is electing a leader; no responders) resends every unacknowledged
+   * record, in order, after a short pause, until publishTimeoutMs has passed without an ack.
+   */
+  private publishFailed(lsn: Lsn, round: number, error: unknown): void {
+    if (this.failure !== undefined) return;
+    if (error instanceof JetStreamApiError && isWrongLast(error) && !this.isOwnGap(lsn, error)) {
       this.fail(`another writer appended to stream ${this.stream} (LSN ${lsn} was refused: ${errorText(error)}); this node no longer writes`, error, 'EDEPOSED');
-    } else {
-      this.fail(`JetStream did not acknowledge LSN ${lsn}: ${errorText(error)}`, error);
+      return;
     }
+    // A later round resends this one already, or a later attempt got it acknowledged.
+    if (round !== this.resendRound || lsn <= this.durable) return;
+    const now = performance.now();
+    this.outageSince ??= now;
+    if (now - this.outageSince > this.settings.publishTimeoutMs) {
+      this.fail(`JetStream did not acknowledge LSN ${lsn} within ${this.settings.publishTimeoutMs} ms: ${errorText(error)}`, error);
+      return;
+    }
+    this.resendRound++;
+    const from = this.durable + 1;
+    const to = this.frames.nextLsn - 1;
+    this.settings.logger.warn({ stream: this.stream, from, to, err: error }, 'JetStream did not acknowledge a record; resending the unacknowledged ones');
+    setTimeout(() => {
+      if (this.failure !== undefined) return;
+      for (let resend = Math.max(from, this.durable + 1); resend <= to; resend++) {
+        const frame = this.frames.get(resend);
+        // Only a fence holds no frame, and it is acknowledged before any record is appended.
+        assert(frame !== undefined, 'an unacknowledged LSN holds a record');
+        this.publishRecord(resend, frame);
+      }
+    }, resendPauseMs);
+  }
+
+  /**
+   * Refused because one of this writer's own earlier records is missing before it (lost with a server, while
+   * later ones got through): the stream ends below lsn - 1, or with this writer's own message id. The resend
+   * round fills the gap; were another writer there, the round's first record would be refused for good.
+   */
+  private isOwnGap(lsn: Lsn, error: JetStreamApiError): boolean {
+    const sequence = /wrong last sequence: (\d+)/.exec(error.message);
+    if (sequence !== null) return Number(sequence[1]) < lsn - 1;
+    const messageId = /wrong last msg ID: (\S*)/.exec(error.message);
+    return messageId !== null && messageId[1]!.startsWith(`${this.writerId}:`);
   }
 
   private waitDurable(lsn: Lsn): Promise<void> {
