@@ -1,14 +1,13 @@
 /**
- * Reads a JetStream log's stream into HeldFrames with an ordered consumer:
- * from the first sequence the stream holds up to its last one at start-up
- * (load), and, for a standby, on and on (tail) as the writer appends.
+ * Reads a JetStream log's stream into HeldFrames with an ordered consumer,
+ * from the first sequence the stream holds up to its last one at start-up.
  *
  * Every message is checked at the boundary as a segment's frame is: its
  * checksum, length and LSN (= its stream sequence) must match, or the read
  * fails naming the sequence. Fence messages (empty, see jetstream-log.ts) hold
  * an empty slot.
  */
-import type { JetStreamClient, JsMsg, ConsumerMessages } from '@nats-io/jetstream';
+import type { JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import { CorruptRecordError } from '../errors.js';
 import { decodeFrame, frameBytesMin, frameProblem, type LogRecord, type Lsn } from '../record.js';
 import type { HeldFrames } from './held-frames.js';
@@ -32,57 +31,27 @@ export function decodeHeldFrame(frame: Buffer): LogRecord {
 }
 
 export class StreamReader {
-  private messages: ConsumerMessages | undefined;
-  private running: Promise<void> | undefined;
-
   constructor(
     private readonly js: JetStreamClient,
     private readonly stream: string,
     private readonly frames: HeldFrames,
   ) {}
 
-  /**
-   * Reads from frames.nextLsn on; resolves once `lastLsn` is held. With `tail`, goes on reading after that and
-   * tells `onRecord` of each record (until stop()); `onError` hears of a read that failed for good.
-   */
-  async readUntil(lastLsn: Lsn, tail?: { onRecord(record: LogRecord): void; onError(error: unknown): void }): Promise<void> {
-    if (lastLsn < this.frames.nextLsn && tail === undefined) return;
+  /** Reads from frames.nextLsn on with an ordered consumer; resolves once `lastLsn` is held. */
+  async readUntil(lastLsn: Lsn): Promise<void> {
+    if (lastLsn < this.frames.nextLsn) return;
     const consumer = await this.js.consumers.get(this.stream, { opt_start_seq: this.frames.nextLsn });
     const messages = await consumer.consume({ max_messages: 1024 });
-    this.messages = messages;
-    let caughtUp!: () => void;
-    let failed!: (error: unknown) => void;
-    const reached = new Promise<void>((resolve, reject) => {
-      caughtUp = resolve;
-      failed = reject;
-    });
-    if (lastLsn < this.frames.nextLsn) caughtUp();
-    this.running = (async () => {
-      try {
-        for await (const message of messages) {
-          // A purge by the writer (retention) may skip the ordered consumer past LSNs we never held.
-          if (message.seq > this.frames.nextLsn) this.frames.skipTo(message.seq);
-          if (message.seq < this.frames.nextLsn) continue;
-          const frame = frameOfMessage(this.stream, message);
-          this.frames.push(message.seq, frame);
-          if (frame !== undefined && tail !== undefined && message.seq > lastLsn) tail.onRecord(decodeHeldFrame(frame));
-          if (message.seq >= lastLsn) {
-            caughtUp();
-            if (tail === undefined) break;
-          }
-        }
-      } catch (error) {
-        failed(error);
-        tail?.onError(error);
-      } finally {
-        messages.stop();
+    try {
+      for await (const message of messages) {
+        // Retention (a purge) may have removed LSNs below the first message the consumer finds.
+        if (message.seq > this.frames.nextLsn) this.frames.skipTo(message.seq);
+        if (message.seq < this.frames.nextLsn) continue;
+        this.frames.push(message.seq, frameOfMessage(this.stream, message));
+        if (message.seq >= lastLsn) break;
       }
-    })();
-    await reached;
-  }
-
-  async stop(): Promise<void> {
-    this.messages?.stop();
-    await this.running;
+    } finally {
+      messages.stop();
+    }
   }
 }
