@@ -19,8 +19,8 @@ import type { SegmentInfo } from './log/index.js';
 import type { LogPin, PinHolder } from './projections/pins.js';
 
 export interface LogPinReport {
-  /** An MQTT persistent session (by client id), an AMQP durable queue or a document collection (by name). */
-  readonly destinationType: 'session' | 'queue' | 'collection';
+  /** An MQTT persistent session (by client id), an AMQP durable queue, an MQTT shared-subscription group or a document collection (by name). */
+  readonly destinationType: 'session' | 'queue' | 'group' | 'collection';
   readonly destination: string;
   /** The message's seq in its destination; for a collection, the document id. */
   readonly seq: number;
@@ -47,6 +47,7 @@ function holderOf(holder: PinHolder): Pick<LogPinReport, 'destinationType' | 'de
   switch (holder.kind) {
     case 'session': return { destinationType: 'session', destination: holder.client, seq: holder.seq };
     case 'queue': return { destinationType: 'queue', destination: holder.queue, seq: holder.seq };
+    case 'group': return { destinationType: 'group', destination: holder.group, seq: holder.seq };
     case 'collection': return { destinationType: 'collection', destination: holder.collection, seq: holder.id };
   }
 }

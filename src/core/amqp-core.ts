@@ -138,17 +138,20 @@ export class AmqpCoreImpl implements AmqpCore {
       if (queue) queues.push(queue);
     }
     // The bridge: amq.topic also reaches MQTT subscribers, with '.' ⇄ '/' swapped.
-    const sessions = message.exchange === 'amq.topic' ? this.context.bridgeSessions(swapSeparators(message.routingKey)) : noSessions;
+    const bridged = message.exchange === 'amq.topic';
+    const sessions = bridged ? this.context.bridgeSessions(swapSeparators(message.routingKey)) : noSessions;
+    const groups = bridged ? this.context.shared.match(swapSeparators(message.routingKey)) : [];
     this.context.observer.messageIn('amqp');
-    const routed = queues.length > 0 || sessions.size > 0;
+    const routed = queues.length > 0 || sessions.size > 0 || groups.length > 0;
     if (!routed) return { routed, durable: undefined, rejected: false };
     // x-overflow = reject-publish: a full queue refuses the message; the others still take it (as RabbitMQ).
     const accepting = queuesAccepting(queues, message.body.byteLength);
     const rejected = accepting.length < queues.length;
-    if (accepting.length === 0 && sessions.size === 0) return { routed, durable: undefined, rejected };
+    if (accepting.length === 0 && sessions.size === 0 && groups.length === 0) return { routed, durable: undefined, rejected };
     const durable = publish(this.context, {
       topic: message.routingKey, exchange: message.exchange, payload: message.body, properties: message.properties,
       qos: options.persistent ? 1 : 0, persistent: options.persistent, from: options.from, sessions, queues: accepting,
+      ...(groups.length > 0 ? { groups } : {}),
     });
     return { routed, durable, rejected };
   }

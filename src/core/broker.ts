@@ -28,6 +28,8 @@ import { MqttCoreImpl } from './mqtt-core.js';
 import { SessionDelivery, SessionRuntime, swapSeparators } from './mqtt-sessions.js';
 import { silentObserver, type BrokerObserver } from './observer.js';
 import type { RecordLog } from './record-log.js';
+import { parseSharedFilter, SharedSubscriptions } from './shared-subscription.js';
+import { isSharedFilter } from '../projections/shared-groups.js';
 import { SubscriptionIndex } from './subscription-index.js';
 import type { BrokerRecord } from '../projections/records.js';
 
@@ -77,6 +79,8 @@ export class Broker {
   readonly limits: CoreLimits;
   /** Where queued messages' bodies come from on delivery: the recent-message cache, else the log. */
   readonly store: MessageStore;
+  /** MQTT shared-subscription groups at run time. */
+  readonly shared: SharedSubscriptions;
   readonly ingestRoutes: readonly IngestRoute[];
   recovery: RecoveryReport | undefined = undefined;
   private readonly documentIds = new Map<string, number>();
@@ -98,14 +102,16 @@ export class Broker {
     const store = new MessageStore(log, this.limits.messageCacheBytes);
     this.store = store;
     const delivery = new SessionDelivery(this.committer, this.limits, observer, store);
+    const shared = new SharedSubscriptions({ state, committer: this.committer, limits: this.limits, observer, store, delivery });
+    this.shared = shared;
     const amqp: AmqpCoreImpl = new AmqpCoreImpl({
-      committer: this.committer, limits: this.limits, delivery, observer, store, state, exchanges: this.exchanges, queues: this.queues,
+      committer: this.committer, limits: this.limits, delivery, observer, store, state, shared, exchanges: this.exchanges, queues: this.queues,
       dispatch: (queue) => amqp.dispatchQueue(queue),
       bridgeSessions: (topic) => this.subscriptions.match(topic),
     });
     this.amqp = amqp;
     this.mqtt = new MqttCoreImpl({
-      committer: this.committer, limits: this.limits, delivery, observer, store, state, sessions: this.sessions, subscriptions: this.subscriptions,
+      committer: this.committer, limits: this.limits, delivery, observer, store, state, shared, sessions: this.sessions, subscriptions: this.subscriptions,
       ingestRoutes: this.ingestRoutes, clock, systemRetained: this.systemRetained,
       dispatch: (queue) => amqp.dispatchQueue(queue),
       bridgeQueues: (routingKey) => this.bridgeQueues(routingKey),
@@ -143,10 +149,15 @@ export class Broker {
       this.exchanges.get(defaultExchange)!.bind(queue.name, queue.name);
     }
     for (const binding of this.state.bindings.values()) this.exchanges.get(binding.exchange)?.bind(binding.queue, binding.routingKey);
+    this.shared.recover();
     for (const sessionState of this.state.sessions.values()) {
       const session = new SessionRuntime(sessionState.clientId, true, sessionState);
       this.sessions.set(session.clientId, session);
-      for (const [filter, qos] of sessionState.subscriptions) this.subscriptions.add(filter, session, qos);
+      for (const [filter, qos] of sessionState.subscriptions) {
+        const shared = isSharedFilter(filter) ? parseSharedFilter(filter) : undefined;
+        if (shared === undefined) this.subscriptions.add(filter, session, qos);
+        else if (!('problem' in shared)) this.shared.join(session, shared, qos);
+      }
     }
   }
 
@@ -254,6 +265,7 @@ function snapshotBytesEstimate(state: BrokerState): number {
   let entries = 0;
   for (const session of state.sessions.values()) entries += session.pending.size;
   for (const queue of state.queues.values()) entries += queue.pending.size;
+  for (const group of state.groups.values()) entries += group.pending.size;
   let documents = 0;
   for (const collection of state.collections.values()) documents += collection.documents.size;
   return 256 * 1024 + entries * 26 + documents * 4;

@@ -19,7 +19,7 @@
  * made, and a deliver or ack record always follows its msg record.
  */
 import { apply } from '../projections/apply.js';
-import { RecordKind, type BodyOf, type BrokerRecord, type RecordKindName } from '../projections/records.js';
+import { RecordKind, type BodyOf, type BrokerRecord, type DestinationRef, type RecordKindName } from '../projections/records.js';
 import type { BrokerState } from '../projections/state.js';
 import type { Logger } from '../logger.js';
 import type { RecordLog } from './record-log.js';
@@ -46,7 +46,7 @@ const ignore = (): void => undefined;
 
 export class Committer {
   /** Coalesced acks/deliveries, keyed by kind + destination. */
-  private readonly settling = new Map<string, { kind: SettleKind; ref: { c: string } | { q: string }; seqs: number[] }>();
+  private readonly settling = new Map<string, { kind: SettleKind; ref: DestinationRef; seqs: number[] }>();
   private settleScheduled = false;
   private lastAppended: Promise<unknown> = Promise.resolve();
   private deferred: DeferredBatch | undefined = undefined;
@@ -152,8 +152,8 @@ export class Committer {
   }
 
   /** Queue an ack or deliver for (destination, seq); all made in this tick become one record per destination. */
-  settleLater(kind: SettleKind, ref: { c: string } | { q: string }, seq: number): void {
-    const key = `${kind}\u0000${'c' in ref ? `c${ref.c}` : `q${ref.q}`}`;
+  settleLater(kind: SettleKind, ref: DestinationRef, seq: number): void {
+    const key = `${kind}\u0000${'c' in ref ? `c${ref.c}` : 'q' in ref ? `q${ref.q}` : `g${ref.g}`}`;
     const pending = this.settling.get(key);
     if (pending) pending.seqs.push(seq);
     else this.settling.set(key, { kind, ref, seqs: [seq] });

@@ -17,7 +17,9 @@ import { record, type PendingRecord } from './committer.js';
 import { documentOf, ingestMatches, type IngestRoute } from './ingest.js';
 import { minQos, swapSeparators, SessionRuntime } from './mqtt-sessions.js';
 import { publish, type PublishContext } from './publish.js';
+import { parseSharedFilter, sharedSubscriptionQosMax, type SharedFilter } from './shared-subscription.js';
 import { SubscriptionIndex } from './subscription-index.js';
+import { isSharedFilter } from '../projections/shared-groups.js';
 import { topicMatchesFilter, validateTopicFilter } from './topic-filter.js';
 import type { BrokerState, StoredMessage } from '../projections/state.js';
 
@@ -60,6 +62,9 @@ export class MqttCoreImpl implements MqttCore {
       sessions.set(clientId, session);
     }
     session.generation++;
+    // Taken over: shared deliveries in flight on the old connection go back to their groups (the new one may get them).
+    session.link = undefined;
+    this.context.shared.release(session);
     session.link = link;
     session.reader = reader;
     session.inflight.clear();
@@ -82,6 +87,7 @@ export class MqttCoreImpl implements MqttCore {
     this.context.subscriptions.removeAll(session);
     this.context.sessions.delete(session.clientId);
     session.link = undefined;
+    this.context.shared.leaveAll(session);
     session.generation++;
   }
 }
@@ -106,24 +112,33 @@ class SessionHandle implements MqttSessionHandle {
   }
 
   start(): void {
-    if (this.live) this.context.delivery.start(this.session);
+    if (!this.live) return;
+    this.context.delivery.start(this.session);
+    this.context.shared.memberReady(this.session);
   }
 
   subscribe(requests: ReadonlyArray<{ readonly filter: string; readonly qos: Qos }>): MqttSubscribeResult {
     const granted: Array<Qos | 0x80> = [];
     const records: PendingRecord[] = [];
-    for (const { filter, qos } of requests) {
-      if (!this.live || validateTopicFilter(filter) !== undefined) {
+    const joins: Array<[SharedFilter, Qos]> = [];
+    for (const request of requests) {
+      const filter = request.filter;
+      const shared = isSharedFilter(filter) ? parseSharedFilter(filter) : undefined;
+      if (!this.live || validateTopicFilter(filter) !== undefined || (shared !== undefined && 'problem' in shared)) {
         granted.push(0x80);
         continue;
       }
+      const qos = shared === undefined ? request.qos : minQos(request.qos, sharedSubscriptionQosMax);
       const body: SubBody = { c: this.session.clientId, f: filter, qos };
       if (this.session.persistent) records.push(record('sub', body));
       else this.session.state.subscriptions.set(filter, qos);
-      this.context.subscriptions.add(filter, this.session, qos);
+      if (shared === undefined) this.context.subscriptions.add(filter, this.session, qos);
+      else joins.push([shared, qos]);
       granted.push(qos);
     }
     const durable = records.length > 0 ? this.context.committer.commit(records) : undefined;
+    // After the commit: a persistent member's group is in the projection by now, so the group knows it is durable.
+    for (const [shared, qos] of joins) this.context.shared.join(this.session, shared, qos);
     return { granted, durable };
   }
 
@@ -134,7 +149,8 @@ class SessionHandle implements MqttSessionHandle {
     const retainedMessages: StoredMessage[] = [];
     for (const filter of filters) {
       const subscriptionQos = this.session.state.subscriptions.get(filter);
-      if (subscriptionQos === undefined) continue;
+      // Retained messages are not sent on a shared subscription (MQTT 5.0 §4.8.2).
+      if (subscriptionQos === undefined || isSharedFilter(filter)) continue;
       // $SYS values only ever match a filter that starts with '$' [MQTT-4.7.2-1]; they are QoS 0.
       if (filter.startsWith('$')) {
         for (const value of this.context.systemRetained.values()) {
@@ -180,7 +196,9 @@ class SessionHandle implements MqttSessionHandle {
       if (this.session.persistent) records.push(record('unsub', { c: this.session.clientId, f: filter }));
       else this.session.state.subscriptions.delete(filter);
     }
-    return records.length > 0 ? this.context.committer.commit(records) : undefined;
+    const durable = records.length > 0 ? this.context.committer.commit(records) : undefined;
+    for (const filter of filters) if (isSharedFilter(filter)) this.context.shared.leave(this.session, filter);
+    return durable;
   }
 
   publish(incoming: MqttIncomingPublish): MqttPublishResult {
@@ -201,7 +219,9 @@ class SessionHandle implements MqttSessionHandle {
   }
 
   puback(packetId: number): void {
-    if (this.live) this.context.delivery.puback(this.session, packetId);
+    if (!this.live || this.context.shared.puback(this.session, packetId)) return;
+    this.context.delivery.puback(this.session, packetId);
+    this.context.shared.memberReady(this.session);
   }
 
   pubrec(packetId: number): void {
@@ -209,7 +229,9 @@ class SessionHandle implements MqttSessionHandle {
   }
 
   pubcomp(packetId: number): void {
-    if (this.live) this.context.delivery.pubcomp(this.session, packetId);
+    if (!this.live) return;
+    this.context.delivery.pubcomp(this.session, packetId);
+    this.context.shared.memberReady(this.session);
   }
 
   detach(): void {
@@ -218,8 +240,11 @@ class SessionHandle implements MqttSessionHandle {
     session.link = undefined;
     session.inflight.clear();
     session.generation++;
+    // A member that disconnects with shared deliveries in flight: another member gets them (with DUP).
+    this.context.shared.release(session);
     if (!session.persistent) {
       this.context.subscriptions.removeAll(session);
+      this.context.shared.leaveAll(session);
       this.context.sessions.delete(session.clientId);
     }
   }
@@ -241,6 +266,7 @@ function mqttPublish(context: MqttCoreContext, from: string, rx2: { c: string; i
     persistent: qos >= 1,
     from,
     sessions: context.subscriptions.match(topic),
+    groups: context.shared.match(topic),
     // A full reject-publish queue refuses it; MQTT 3.1.1 has no way to tell the publisher.
     queues: queuesAccepting(context.bridgeQueues(swapSeparators(topic)), payload.byteLength),
     ...(incoming.retain ? { retain: { t: topic, p: payload, qos } } : {}),

@@ -24,6 +24,7 @@ import { record, type Committer } from './committer.js';
 import type { CoreLimits } from './limits.js';
 import type { MessageStore } from './message-store.js';
 import type { BrokerObserver } from './observer.js';
+import type { SharedInflight } from './shared-subscription.js';
 
 export function packetIdOf(seq: number): number {
   return ((seq - 1) % 65535) + 1;
@@ -37,6 +38,8 @@ export class SessionRuntime {
   generation = 0;
   /** Packet id → seq of QoS 1/2 messages sent on the current connection and not yet PUBACK'd/PUBREC'd. */
   readonly inflight = new Map<number, number>();
+  /** Shared-subscription deliveries on the current connection by packet id (shared-subscription.ts): they take room in the window and their ids are not reused. */
+  readonly sharedInflight = new Map<number, SharedInflight>();
   /** The last seq the pump moved past: the next one to send is the first queued seq after it that is not in flight. */
   private sendCursor: number | undefined = undefined;
   private candidate: number | undefined = undefined;
@@ -97,11 +100,11 @@ export class SessionDelivery {
     if (!link) return;
     // An MQTT 5 client's Receive Maximum narrows the window [MQTT-4.9.0-1].
     const window = Math.min(this.limits.sessionInflightMessagesMax, link.inflightMax ?? Infinity);
-    while (session.inflight.size + session.state.rel.size < window) {
+    while (session.inflight.size + session.sharedInflight.size + session.state.rel.size < window) {
       const seq = session.nextToSend();
       if (seq === undefined) return;
       const packetId = packetIdOf(seq);
-      if (session.inflight.has(packetId) || session.state.rel.has(packetId)) return; // id still in use: wait for its ack
+      if (session.inflight.has(packetId) || session.sharedInflight.has(packetId) || session.state.rel.has(packetId)) return; // id still in use: wait for its ack
       const entry = session.state.pending.get(seq)!;
       let message: StoredMessage;
       try {

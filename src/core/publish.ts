@@ -25,6 +25,7 @@ import type { CoreLimits } from './limits.js';
 import type { MessageStore } from './message-store.js';
 import type { BrokerObserver } from './observer.js';
 import { minQos, swapSeparators, type SessionDelivery, type SessionRuntime } from './mqtt-sessions.js';
+import type { DurableGroupRow, SharedGroup, SharedSubscriptions } from './shared-subscription.js';
 
 export interface Publication {
   /** MQTT topic, or AMQP routing key when `exchange` is set. */
@@ -39,6 +40,8 @@ export interface Publication {
   readonly from: string;
   readonly sessions: ReadonlyMap<SessionRuntime, Qos>;
   readonly queues: readonly QueueRuntime[];
+  /** MQTT shared-subscription groups whose filter matches: each gives the message to one member. */
+  readonly groups?: readonly SharedGroup[];
   readonly retain?: RetainBody;
   readonly rx2?: Rx2Body;
   readonly docs?: readonly DocBody[];
@@ -50,17 +53,23 @@ export interface PublishContext {
   readonly delivery: SessionDelivery;
   readonly observer: BrokerObserver;
   readonly store: MessageStore;
+  readonly shared: SharedSubscriptions;
   dispatch(queue: QueueRuntime): void;
 }
+
+const noGroups: readonly SharedGroup[] = [];
+const noGroupRows: readonly DurableGroupRow[] = [];
 
 export function publish(context: PublishContext, routed: Publication): Durable {
   const publication = withoutUnreadableSessions(routed);
   const records: PendingRecord[] = [];
   const durableSessions = planSessions(context, publication, records);
   const { rows: durableQueues, taking } = planQueues(context, publication, records);
+  const groups = publication.groups ?? noGroups;
+  const durableGroups = groups.length > 0 ? context.shared.plan(groups, publication.qos, publication.payload.byteLength, records) : noGroupRows;
   let lsn = 0;
   const deferred = deferrable(publication);
-  if (durableSessions.length > 0 || durableQueues.length > 0) {
+  if (durableSessions.length > 0 || durableQueues.length > 0 || durableGroups.length > 0) {
     // A commit appends the acks and deliveries settled earlier in this tick first: let them take their LSNs now.
     if (!deferred) context.committer.flushSettled();
     const body: { -readonly [K in keyof MsgBody]: MsgBody[K] } = { t: publication.topic, p: publication.payload, from: publication.from };
@@ -69,6 +78,7 @@ export function publish(context: PublishContext, routed: Publication): Durable {
     if (publication.exchange === undefined) body.qos = publication.qos;
     if (durableSessions.length > 0) body.s = durableSessions;
     if (durableQueues.length > 0) body.u = durableQueues.map(([queue, seq]) => [queue.name, seq] as const);
+    if (durableGroups.length > 0) body.g = durableGroups;
     // Queues keep this LSN as their reference to the message: known now, before a deferred append.
     lsn = context.committer.nextLsn + records.length;
     records.push(record('msg', body));
@@ -81,6 +91,7 @@ export function publish(context: PublishContext, routed: Publication): Durable {
   const durable = records.length === 0 ? undefined : deferred ? context.committer.commitDeferred(records) : context.committer.commit(records);
   deliverToSessions(context, publication, message);
   deliverToQueues(context, taking, message, durableQueues);
+  if (groups.length > 0) context.shared.deliver(groups, message, publication.qos, durableGroups);
   return durable;
 }
 
@@ -110,14 +121,14 @@ function withoutUnreadableSessions(publication: Publication): Publication {
 }
 
 /**
- * An AMQP publish that reaches no MQTT session shares the tick's append with the other publishes
+ * An AMQP publish that reaches no MQTT session (nor shared group) shares the tick's append with the other publishes
  * of the same socket read (Committer.commitDeferred): its queue entries are pushed and dispatched
  * now, and whatever record a delivery makes is appended after the msg record anyway. A publish
  * that reaches sessions commits at once: a persistent session's queue is the projection, which
  * must hold the message before it is sent.
  */
 function deferrable(publication: Publication): boolean {
-  return publication.exchange !== undefined && publication.sessions.size === 0;
+  return publication.exchange !== undefined && publication.sessions.size === 0 && (publication.groups?.length ?? 0) === 0;
 }
 
 type DurableSessionRow = readonly [client: string, seq: number, qos: 1 | 2];

@@ -60,7 +60,8 @@ export function kindLabel(kind: number): string {
 }
 
 export function destinationLabel(ref: DestinationRef): string {
-  return 'c' in ref ? `session ${ref.c}` : `queue ${ref.q}`;
+  if ('c' in ref) return `session ${ref.c}`;
+  return 'q' in ref ? `queue ${ref.q}` : `group ${ref.g}`;
 }
 
 function seqList(seqs: readonly number[]): string {
@@ -97,7 +98,7 @@ function summarizeMsg(m: BodyOf['msg']): string {
   if (m.qos !== undefined) parts.push(`qos=${m.qos}`);
   if (m.r) parts.push('retained');
   if (m.movedFrom !== undefined) parts.push(`moved-from=LSN ${m.movedFrom}`);
-  const destinations = [...(m.s ?? []).map(([c, seq]) => `c:${c}#${seq}`), ...(m.u ?? []).map(([q, seq]) => `q:${q}#${seq}`)];
+  const destinations = [...(m.s ?? []).map(([c, seq]) => `c:${c}#${seq}`), ...(m.u ?? []).map(([q, seq]) => `q:${q}#${seq}`), ...(m.g ?? []).map(([g, seq]) => `g:${g}#${seq}`)];
   if (destinations.length > 0) parts.push(`-> ${destinations.length <= 6 ? destinations.join(' ') : `${destinations.slice(0, 6).join(' ')} … (${destinations.length})`}`);
   parts.push(`payload=${payloadPreview(m.p)}`);
   return parts.join(' ');

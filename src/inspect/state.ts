@@ -3,7 +3,7 @@
  * right after a record (default: the last one).
  *
  * --json prints one object: {"lsn","time","snapshotLsn","recordsReplayed",
- * "summary": {sessions, retained, exchanges, queues, bindings, collections},
+ * "summary": {sessions, retained, exchanges, queues, bindings, collections, groups},
  * "state": encodeState(state) with byte fields as {"utf8"|"base64"}} — the
  * "state" field is exactly what a snapshot at that LSN would hold.
  */
@@ -18,7 +18,7 @@ import { openSource } from './source.js';
 
 export const stateCommand: CommandSpec = {
   name: 'inspect state',
-  summary: 'Prints the projected broker state (sessions, retained, exchanges, queues, bindings, collections) right after a record.',
+  summary: 'Prints the projected broker state (sessions, retained, exchanges, queues, bindings, collections, shared subscription groups) right after a record.',
   flags: [dataFlag, jsonFlag, { name: 'at', kind: 'value', valueName: 'LSN|TIME', help: 'an LSN, an ISO-8601 time or a duration ago (default: the last record)', check: pointProblem }],
   examples: ['cairn inspect state --data ./data --at 2026-11-29T10:15:00Z --json'],
 };
@@ -47,6 +47,7 @@ export function summary(state: BrokerState): Record<string, unknown> {
     queues: [...state.queues.values()].map((q) => ({ name: q.name, depth: q.pending.size, dropped: q.dropped, nextSeq: q.nextSeq, autoDelete: q.autoDelete })),
     bindings: [...state.bindings.values()].map((b) => ({ exchange: b.exchange, queue: b.queue, routingKey: b.routingKey })),
     collections: [...state.collections.values()].map((c) => ({ name: c.name, documents: c.documents.size, nextId: c.nextId })),
+    groups: [...state.groups.values()].map((g) => ({ name: g.name, members: [...g.members], depth: g.pending.size, dropped: g.dropped, nextSeq: g.nextSeq })),
   };
 }
 
@@ -64,6 +65,8 @@ function stateLines(state: BrokerState): string[] {
   for (const q of state.queues.values()) lines.push(`  ${q.name}  depth ${q.pending.size}  dropped ${q.dropped}  next seq ${q.nextSeq}${q.autoDelete ? '  auto-delete' : ''}`);
   lines.push(`bindings (${state.bindings.size}):`);
   for (const b of state.bindings.values()) lines.push(`  ${b.exchange || '(default)'} -> ${b.queue}  key ${b.routingKey}`);
+  lines.push(`shared subscription groups (${state.groups.size}):`);
+  for (const g of state.groups.values()) lines.push(`  ${g.name}  depth ${g.pending.size}  dropped ${g.dropped}  next seq ${g.nextSeq}  persistent members: ${[...g.members].join(', ')}`);
   lines.push(`collections (${state.collections.size}):`);
   for (const c of state.collections.values()) lines.push(`  ${c.name}  ${c.documents.size} document(s)`);
   return lines;

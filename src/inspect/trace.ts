@@ -92,6 +92,7 @@ function destinationsOf(body: MsgBody): Array<[string, number, string]> {
   return [
     ...(body.s ?? []).map(([c, seq, qos]): [string, number, string] => [`session ${c}`, seq, ` (qos ${qos})`]),
     ...(body.u ?? []).map(([q, seq]): [string, number, string] => [`queue ${q}`, seq, '']),
+    ...(body.g ?? []).map(([g, seq, qos]): [string, number, string] => [`group ${g}`, seq, ` (qos ${qos})`]),
   ];
 }
 
@@ -191,7 +192,7 @@ function noteStep(
   close: (key: string, trace: DestinationTrace, status: DestinationTrace['status'], step: Step) => void, step: (what: string) => Step,
 ): void {
   const body = record.body as Record<string, unknown>;
-  const refOf = (b: Record<string, unknown>): string => (typeof b['c'] === 'string' ? `session ${b['c']}` : `queue ${String(b['q'])}`);
+  const refOf = (b: Record<string, unknown>): string => (typeof b['c'] === 'string' ? `session ${b['c']}` : typeof b['g'] === 'string' ? `group ${b['g']}` : `queue ${String(b['q'])}`);
   switch (kind) {
     case 'deliver': {
       const destination = refOf(body);

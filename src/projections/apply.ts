@@ -15,6 +15,7 @@ import { applyMsgToDestinations, destinationOf, markDelivered, removeFinished } 
 import { applyRel, applyRx2, applySession, applySub, applyUnsub } from './mqtt-sessions.js';
 import { RecordKind, type AckBody, type BodyOf, type BrokerRecord, type MsgBody } from './records.js';
 import { applyRetain } from './retained.js';
+import { applySessionEndToGroups, applySharedSub, applySharedUnsub } from './shared-groups.js';
 import type { BrokerState, StoredMessage } from './state.js';
 
 export function apply(state: BrokerState, record: BrokerRecord): void {
@@ -27,9 +28,15 @@ export function apply(state: BrokerState, record: BrokerRecord): void {
 function applyBody(state: BrokerState, record: BrokerRecord): void {
   const body = record.body;
   switch (record.kind) {
-    case RecordKind.session: return applySession(state, body as BodyOf['session']);
-    case RecordKind.sub: return withSession(state, body as BodyOf['sub'], applySub);
-    case RecordKind.unsub: return withSession(state, body as BodyOf['unsub'], applyUnsub);
+    case RecordKind.session:
+      applySessionEndToGroups(state, body as BodyOf['session']);
+      return applySession(state, body as BodyOf['session']);
+    case RecordKind.sub:
+      applySharedSub(state, body as BodyOf['sub']);
+      return withSession(state, body as BodyOf['sub'], applySub);
+    case RecordKind.unsub:
+      applySharedUnsub(state, body as BodyOf['unsub']);
+      return withSession(state, body as BodyOf['unsub'], applyUnsub);
     case RecordKind.msg: return applyMsgToDestinations(state, body as MsgBody, record.lsn);
     case RecordKind.ack: return applyFinished(state, body as AckBody);
     case RecordKind.drop: return applyFinished(state, body as BodyOf['drop']);

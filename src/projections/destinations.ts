@@ -1,6 +1,6 @@
 /**
- * The projection of destinations — persistent MQTT sessions and durable AMQP
- * queues alike: a msg record enqueues a reference for each destination it
+ * The projection of destinations — persistent MQTT sessions, durable AMQP
+ * queues and persistent shared-subscription groups alike: a msg record enqueues a reference for each destination it
  * lists, ack and drop records remove entries, deliver records count
  * deliveries. Pure; the broker's runtime also calls these directly for clean
  * sessions, where nothing is logged.
@@ -10,22 +10,15 @@ import type { AckBody, DeliverBody, DestinationRef, DropBody, MsgBody } from './
 import type { BrokerState, DestinationState, StoredMessage } from './state.js';
 
 export function destinationOf(state: BrokerState, ref: DestinationRef): DestinationState | undefined {
-  return 'c' in ref ? state.sessions.get(ref.c) : state.queues.get(ref.q);
+  if ('c' in ref) return state.sessions.get(ref.c);
+  return 'q' in ref ? state.queues.get(ref.q) : state.groups.get(ref.g);
 }
 
-/** A msg record: one reference per listed destination (sessions with their delivery QoS, queues at QoS 1). */
+/** A msg record: one reference per listed destination (sessions and shared groups with their delivery QoS, queues at QoS 1). */
 export function applyMsgToDestinations(state: BrokerState, body: MsgBody, lsn: number): void {
   if (body.movedFrom !== undefined) return relinkMoved(state, body, body.movedFrom, lsn);
   const size = body.p.byteLength;
-  // Indexed loops, not for-of with destructuring (an iterator per entry): these run for every record replayed.
-  const sessions = body.s;
-  if (sessions !== undefined) {
-    for (let i = 0; i < sessions.length; i++) {
-      const row = sessions[i]!;
-      const session = state.sessions.get(row[0]);
-      if (session) enqueue(session, row[1], lsn, size, row[2]);
-    }
-  }
+  if (body.s !== undefined) enqueueRows(state.sessions, body.s, lsn, size);
   const queues = body.u;
   if (queues !== undefined) {
     for (let i = 0; i < queues.length; i++) {
@@ -33,6 +26,17 @@ export function applyMsgToDestinations(state: BrokerState, body: MsgBody, lsn: n
       const queue = state.queues.get(row[0]);
       if (queue) enqueue(queue, row[1], lsn, size, 1);
     }
+  }
+  if (body.g !== undefined) enqueueRows(state.groups, body.g, lsn, size);
+}
+
+/** Rows of [destination name, seq, qos] (sessions, groups). */
+function enqueueRows(destinations: ReadonlyMap<string, DestinationState>, rows: ReadonlyArray<readonly [string, number, 1 | 2]>, lsn: number, size: number): void {
+  // Indexed loops, not for-of with destructuring (an iterator per entry): these run for every record replayed.
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i]!;
+    const destination = destinations.get(row[0]);
+    if (destination) enqueue(destination, row[1], lsn, size, row[2]);
   }
 }
 

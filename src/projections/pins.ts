@@ -13,6 +13,7 @@ import type { BrokerState } from './state.js';
 export type PinHolder =
   | { readonly kind: 'session'; readonly client: string; readonly seq: number }
   | { readonly kind: 'queue'; readonly queue: string; readonly seq: number }
+  | { readonly kind: 'group'; readonly group: string; readonly seq: number }
   | { readonly kind: 'collection'; readonly collection: string; readonly id: number };
 
 export interface LogPin {
@@ -32,6 +33,10 @@ export function oldestLiveMessage(state: BrokerState): LogPin | undefined {
   for (const queue of state.queues.values()) {
     const entry = queue.pending.oldestInLog();
     if (entry && (oldest === undefined || entry.lsn < oldest.lsn)) oldest = { lsn: entry.lsn, holder: { kind: 'queue', queue: queue.name, seq: entry.seq } };
+  }
+  for (const group of state.groups.values()) {
+    const first = group.pending.first();
+    if (first && first.held === undefined && (oldest === undefined || first.lsn < oldest.lsn)) oldest = { lsn: first.lsn, holder: { kind: 'group', group: group.name, seq: first.seq } };
   }
   for (const collection of state.collections.values()) {
     for (const [id, lsn] of collection.documents) {

@@ -19,7 +19,7 @@
 export const RecordKind = {
   /** A persistent MQTT session created (`op: 'open'`) or discarded (`op: 'end'`, clean_session=1 over it). */
   session: 1,
-  /** A persistent session's subscription added or its QoS changed. */
+  /** A persistent session's subscription added or its QoS changed; a `$share/{group}/{filter}` one also joins that shared group. */
   sub: 2,
   /** A persistent session's subscription removed. */
   unsub: 3,
@@ -58,8 +58,11 @@ export function kindName(kind: number): RecordKindName | undefined {
   return kindNames.get(kind);
 }
 
-/** A destination of a message: a persistent MQTT session or a durable AMQP queue. */
-export type DestinationRef = { readonly c: string } | { readonly q: string };
+/**
+ * A destination of a message: a persistent MQTT session (`c`), a durable AMQP queue (`q`), or a
+ * persistent MQTT shared-subscription group (`g`, named by its whole `$share/{group}/{filter}`).
+ */
+export type DestinationRef = { readonly c: string } | { readonly q: string } | { readonly g: string };
 
 export interface SessionBody { readonly c: string; readonly op: 'open' | 'end' }
 export interface SubBody { readonly c: string; readonly f: string; readonly qos: 0 | 1 | 2 }
@@ -69,8 +72,10 @@ export interface UnsubBody { readonly c: string; readonly f: string }
  * A message. MQTT publishes carry `t` (topic) and `qos`; AMQP publishes carry
  * `x` (exchange), `t` (routing key) and `h` (the raw content-header property
  * bytes, returned byte for byte). `s` lists [client, seq, qos] for persistent
- * sessions, `u` lists [queue, seq] for durable queues. `from` names the
- * publisher (client id or AMQP connection) for forensics.
+ * sessions, `u` lists [queue, seq] for durable queues, `g` lists [group, seq, qos]
+ * for persistent shared-subscription groups (absent in records written before
+ * groups existed). `from` names the publisher (client id or AMQP connection)
+ * for forensics.
  */
 export interface MsgBody {
   readonly t: string;
@@ -80,6 +85,7 @@ export interface MsgBody {
   readonly qos?: 0 | 1 | 2;
   readonly s?: ReadonlyArray<readonly [client: string, seq: number, qos: 1 | 2]>;
   readonly u?: ReadonlyArray<readonly [queue: string, seq: number]>;
+  readonly g?: ReadonlyArray<readonly [group: string, seq: number, qos: 1 | 2]>;
   readonly from?: string;
   /** A retained value queued for a session on subscribe: delivered with the retain flag. */
   readonly r?: true;
@@ -91,7 +97,7 @@ export interface MsgBody {
   readonly movedFrom?: number;
 }
 
-/** `c` or `q` names the destination; `s` lists its finished seqs. */
+/** `c`, `q` or `g` names the destination; `s` lists its finished seqs. */
 export type AckBody = DestinationRef & { readonly s: readonly number[] };
 export type DropBody = DestinationRef & { readonly s: readonly number[]; readonly why: 'bound' | 'purge' | 'acl' };
 export type DeliverBody = DestinationRef & { readonly s: readonly number[] };

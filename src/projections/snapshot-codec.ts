@@ -9,6 +9,8 @@
  * not in the log (held) are written inline. Map order is kept, so a restored
  * state iterates like the original. A queue's row ends with its x-arguments
  * only when it has some: rows written before arguments existed read the same.
+ * Shared-subscription groups are an optional trailing field: a snapshot
+ * written before groups existed reads as having none.
  *
  * Version 1 (Cairn 0.1: every queued message's payload inline) is still read:
  * its messages become held entries, so nothing depends on segments that the
@@ -19,7 +21,7 @@ import { EntryQueue } from './entry-queue.js';
 import { bindingKey } from './state.js';
 import type { QueueArguments } from './records.js';
 import type {
-  BindingState, BrokerState, DestinationState, ExchangeState, QueueState, RetainedValue, SessionState, StoredMessage,
+  BindingState, BrokerState, DestinationState, ExchangeState, GroupState, QueueState, RetainedValue, SessionState, StoredMessage,
 } from './state.js';
 
 export const snapshotFormatVersion = 2;
@@ -39,6 +41,8 @@ export interface EncodedState {
   queues: Array<[string, boolean, EncodedEntries, number, number, QueueArguments?]>;
   bindings: BindingState[];
   collections: EncodedCollection[];
+  /** Shared-subscription groups: name, persistent members, entries, nextSeq, dropped (absent in snapshots written before groups existed). */
+  groups?: Array<[string, string[], EncodedEntries, number, number]>;
 }
 
 /**
@@ -62,6 +66,7 @@ export function encodeState(state: BrokerState, columns: 'copies' | 'views' = 'c
     queues,
     bindings: [...state.bindings.values()].map((b) => ({ ...b })),
     collections: encodeCollections(state.collections),
+    groups: [...state.groups.values()].map((g) => [g.name, [...g.members], encodeEntries(g), g.nextSeq, g.dropped]),
   };
 }
 
@@ -113,8 +118,13 @@ export function decodeState(encoded: EncodedState): BrokerState {
   for (const [name, autoDelete, entries, nextSeq, dropped, args] of encoded.queues) {
     queues.set(name, { name, autoDelete, pending: entriesOf(entries), nextSeq, dropped, ...(args === undefined ? {} : { arguments: args }) });
   }
+  const groups = new Map<string, GroupState>();
+  for (const [name, members, entries, nextSeq, dropped] of encoded.groups ?? []) {
+    groups.set(name, { name, members: new Set(members), pending: entriesOf(entries), nextSeq, dropped });
+  }
   return {
     sessions,
+    groups,
     retained: new Map(encoded.retained.map((r) => [r.topic, r])),
     exchanges: new Map(encoded.exchanges.map((e) => [e.name, e])),
     queues,

@@ -52,6 +52,18 @@ export interface QueueState extends DestinationState {
   readonly arguments?: QueueArguments;
 }
 
+/**
+ * A shared-subscription group with at least one persistent member (MQTT 5.0 §4.8.2, offered to
+ * 3.1.1 clients too): one queue for the whole group, each message consumed by one member. Named
+ * by its whole `$share/{group}/{filter}`: the same group name with another filter is another
+ * group. It lives as long as a persistent session is subscribed to it.
+ */
+export interface GroupState extends DestinationState {
+  readonly name: string;
+  /** Client ids of the persistent sessions subscribed to it. */
+  readonly members: Set<string>;
+}
+
 export interface ExchangeState {
   readonly name: string;
   readonly type: ExchangeType;
@@ -87,6 +99,8 @@ export interface BrokerState {
   /** Keyed by bindingKey(exchange, queue, routingKey). */
   readonly bindings: Map<string, BindingState>;
   readonly collections: Map<string, CollectionState>;
+  /** Persistent shared-subscription groups by `$share/{group}/{filter}`. */
+  readonly groups: Map<string, GroupState>;
   /** LSN of the last record applied (0 for the empty state). */
   lastLsn: number;
   lastTimestamp: number;
@@ -100,6 +114,7 @@ export function initialState(): BrokerState {
     queues: new Map(),
     bindings: new Map(),
     collections: new Map(),
+    groups: new Map(),
     lastLsn: 0,
     lastTimestamp: 0,
   };
@@ -115,4 +130,8 @@ export function newSession(clientId: string): SessionState {
 
 export function newQueue(name: string, autoDelete: boolean, args?: QueueArguments): QueueState {
   return { name, autoDelete, pending: new EntryQueue(), nextSeq: 1, dropped: 0, ...(args === undefined ? {} : { arguments: args }) };
+}
+
+export function newGroup(name: string): GroupState {
+  return { name, members: new Set(), pending: new EntryQueue(), nextSeq: 1, dropped: 0 };
 }

@@ -1,0 +1,339 @@
+/**
+ * Shared subscriptions at run time: `$share/{group}/{filter}` (MQTT 5.0
+ * §4.8.2; offered to 3.1.1 clients as Mosquitto and EMQX do). Each message
+ * matching a group's filter goes to ONE member of the group.
+ *
+ * A group is a destination of its own, as an AMQP queue is (not a choice of a
+ * member's session at publish time): a ready list of entries in seq order and,
+ * when the group has a persistent member, the projection's GroupState
+ * (projections/shared-groups.ts), which the msg/ack/deliver/drop records keep.
+ * Its consumers are the MQTT connections of its members: round robin among the
+ * connected ones, skipping a member whose in-flight window (its own messages,
+ * shared deliveries and owed PUBRELs) is full.
+ *
+ * A shared delivery borrows a packet id of the member's connection
+ * (SessionRuntime.sharedInflight); the session's pump neither reuses it nor
+ * fills the window past it. When the member's connection goes, what it had in
+ * flight goes back to its place in the group, counted as delivered (DUP on
+ * the next delivery, to whichever member is next). QoS is granted at most 1
+ * on a shared subscription (a server may grant less than asked, [MQTT-3.9.3]).
+ * Retained messages are never sent on a shared subscription (§4.8.2).
+ */
+import { EntryFlag, EntryQueue, type EntryView } from '../projections/entry-queue.js';
+import { sharedFilterPrefix } from '../projections/shared-groups.js';
+import type { BrokerState, GroupState, StoredMessage } from '../projections/state.js';
+import type { Qos } from './api.js';
+import { record, type Committer, type PendingRecord } from './committer.js';
+import type { CoreLimits } from './limits.js';
+import type { MessageStore } from './message-store.js';
+import { minQos, mqttTopicOf, packetIdOf, type SessionDelivery, type SessionRuntime } from './mqtt-sessions.js';
+import type { BrokerObserver } from './observer.js';
+import { SubscriptionIndex } from './subscription-index.js';
+import { validateTopicFilter } from './topic-filter.js';
+
+/** The highest QoS granted on a shared subscription. */
+export const sharedSubscriptionQosMax = 1;
+
+export interface SharedFilter {
+  /** The group's name: the whole `$share/{group}/{filter}`. */
+  readonly name: string;
+  readonly group: string;
+  readonly filter: string;
+}
+
+/** `$share/{group}/{filter}` split into its parts, or why it is malformed (SUBACK 0x80). */
+export function parseSharedFilter(text: string): SharedFilter | { readonly problem: string } {
+  const rest = text.slice(sharedFilterPrefix.length);
+  const slash = rest.indexOf('/');
+  if (slash < 0) return { problem: 'a shared subscription needs "/" and a topic filter after its share name [MQTT-4.8.2-2]' };
+  const group = rest.slice(0, slash);
+  const filter = rest.slice(slash + 1);
+  if (group === '') return { problem: 'a share name is at least one character long [MQTT-4.8.2-1]' };
+  if (group.includes('+') || group.includes('#')) return { problem: 'a share name must not contain "+" or "#" [MQTT-4.8.2-2]' };
+  if (filter === '') return { problem: 'a shared subscription needs a topic filter after its share name [MQTT-4.8.2-2]' };
+  const problem = validateTopicFilter(filter);
+  return problem === undefined ? { name: text, group, filter } : { problem };
+}
+
+/** A message of a group on a member's connection, awaiting PUBACK. */
+export interface SharedInflight {
+  readonly group: SharedGroup;
+  readonly entry: EntryView<StoredMessage>;
+}
+
+/** One group at run time: ready entries (durable ones are also in the projection), its members in join order. */
+export class SharedGroup {
+  ready = new EntryQueue<StoredMessage>();
+  readonly members: SessionRuntime[] = [];
+  readonly memberQos = new Map<SessionRuntime, Qos>();
+  inflight = 0;
+  nextSeq = 1;
+  private memberCursor = 0;
+
+  constructor(readonly name: string, readonly filter: string, private readonly state: BrokerState) {}
+
+  /** The projection's group: present while a persistent session is a member. */
+  get durableState(): GroupState | undefined {
+    return this.state.groups.get(this.name);
+  }
+
+  /** The next connected member in round robin with room in its window (any connected one for QoS 0), or undefined. */
+  nextMember(hasRoom: (member: SessionRuntime) => boolean): SessionRuntime | undefined {
+    const count = this.members.length;
+    for (let i = 0; i < count; i++) {
+      const index = (this.memberCursor + i) % count;
+      const member = this.members[index]!;
+      if (member.link !== undefined && hasRoom(member)) {
+        this.memberCursor = (index + 1) % count;
+        return member;
+      }
+    }
+    return undefined;
+  }
+
+  add(member: SessionRuntime, qos: Qos): void {
+    if (!this.memberQos.has(member)) this.members.push(member);
+    this.memberQos.set(member, qos);
+  }
+
+  remove(member: SessionRuntime): void {
+    const index = this.members.indexOf(member);
+    if (index < 0) return;
+    this.members.splice(index, 1);
+    this.memberQos.delete(member);
+    if (this.memberCursor > index) this.memberCursor--;
+    if (this.memberCursor >= this.members.length) this.memberCursor = 0;
+  }
+}
+
+export interface SharedSubscriptionsContext {
+  readonly state: BrokerState;
+  readonly committer: Committer;
+  readonly limits: CoreLimits;
+  readonly observer: BrokerObserver;
+  readonly store: MessageStore;
+  readonly delivery: SessionDelivery;
+}
+
+export type DurableGroupRow = readonly [group: string, seq: number, qos: 1 | 2];
+
+/** Every group of the broker: routing by filter, membership, dispatch and the acks that come back. */
+export class SharedSubscriptions {
+  readonly groups = new Map<string, SharedGroup>();
+  private readonly index = new SubscriptionIndex<SharedGroup>();
+  private readonly groupsOfMember = new Map<SessionRuntime, Set<SharedGroup>>();
+  /** Where each member's search for a free packet id starts next. */
+  private readonly packetIdCursor = new WeakMap<SessionRuntime, number>();
+
+  constructor(private readonly context: SharedSubscriptionsContext) {}
+
+  /** The groups whose filter matches a topic. */
+  match(topic: string): readonly SharedGroup[] {
+    return this.groups.size === 0 ? noMatch : [...this.index.match(topic).keys()];
+  }
+
+  /** The groups a session is a member of. */
+  groupsOf(session: SessionRuntime): ReadonlySet<SharedGroup> {
+    return this.groupsOfMember.get(session) ?? noGroups;
+  }
+
+  /** At start-up, before members join: each persistent group's messages are ready, in seq order, as they were. */
+  recover(): void {
+    for (const groupState of this.context.state.groups.values()) {
+      const parsed = parseSharedFilter(groupState.name);
+      if ('problem' in parsed) continue; // unreachable: only validated filters are recorded
+      const group = this.groupFor(parsed);
+      const columns = groupState.pending.columns();
+      const flags = new Uint8Array(columns.flags.length);
+      for (let i = 0; i < flags.length; i++) flags[i] = columns.flags[i]! | EntryFlag.durable;
+      group.ready = EntryQueue.fromColumns({ ...columns, flags }, groupState.pending.heldEntries());
+      group.nextSeq = groupState.nextSeq;
+    }
+  }
+
+  /** The session joins the group (its `sub` record, when persistent, is already committed). */
+  join(session: SessionRuntime, shared: SharedFilter, qos: Qos): void {
+    const group = this.groupFor(shared);
+    group.add(session, qos);
+    let groups = this.groupsOfMember.get(session);
+    if (groups === undefined) {
+      groups = new Set();
+      this.groupsOfMember.set(session, groups);
+    }
+    groups.add(group);
+    this.dispatch(group);
+  }
+
+  /** The session leaves the group; what it has in flight from it stays its to acknowledge [MQTT-3.10.4-3]. */
+  leave(session: SessionRuntime, name: string): void {
+    const group = this.groups.get(name);
+    if (group === undefined) return;
+    group.remove(session);
+    const groups = this.groupsOfMember.get(session);
+    groups?.delete(group);
+    if (groups?.size === 0) this.groupsOfMember.delete(session);
+    if (group.members.length === 0) this.drop(group);
+  }
+
+  /** The session is discarded (clean session gone, or replaced by clean_session=1): it leaves every group. */
+  leaveAll(session: SessionRuntime): void {
+    this.release(session);
+    for (const group of [...this.groupsOf(session)]) this.leave(session, group.name);
+  }
+
+  /** The member's connection is gone: what it had in flight goes back to its group, delivered once more. */
+  release(session: SessionRuntime): void {
+    if (session.sharedInflight.size === 0) return;
+    const touched = new Set<SharedGroup>();
+    for (const { group, entry } of session.sharedInflight.values()) {
+      group.inflight--;
+      group.ready.insert(entry.seq, entry.lsn, entry.size, entry.flags, entry.held, entry.deliveries + 1);
+      touched.add(group);
+    }
+    session.sharedInflight.clear();
+    for (const group of touched) if (this.groups.get(group.name) === group) this.dispatch(group);
+  }
+
+  /** The member has room again (connected, or acknowledged something): its groups may send to it. */
+  memberReady(session: SessionRuntime): void {
+    for (const group of this.groupsOf(session)) if (group.ready.size > 0) this.dispatch(group);
+  }
+
+  /** A PUBACK for a shared delivery: true when the packet id was one (else it is the session's own). */
+  puback(session: SessionRuntime, packetId: number): boolean {
+    const inflight = session.sharedInflight.get(packetId);
+    if (inflight === undefined) return false;
+    session.sharedInflight.delete(packetId);
+    inflight.group.inflight--;
+    this.finish(inflight.group, inflight.entry);
+    // The session's own queue may have waited for this id or this room.
+    this.context.delivery.pump(session);
+    this.memberReady(session);
+    return true;
+  }
+
+  /**
+   * Publish, before the commit: make room in each group (the session bounds, dropping the oldest
+   * ready message) and give the message a seq in each persistent group when it is durable.
+   */
+  plan(groups: readonly SharedGroup[], qos: Qos, size: number, records: PendingRecord[]): DurableGroupRow[] {
+    const rows: DurableGroupRow[] = [];
+    if (qos === 0) return rows;
+    const { sessionQueueMessagesMax, sessionQueueBytesMax } = this.context.limits;
+    for (const group of groups) {
+      const dropped: number[] = [];
+      while (group.ready.size > 0 && (group.ready.size >= sessionQueueMessagesMax || group.ready.bytes + size > sessionQueueBytesMax)) {
+        const oldest = group.ready.shift()!;
+        this.context.observer.drop('session', 1);
+        if ((oldest.flags & EntryFlag.durable) !== 0) dropped.push(oldest.seq);
+      }
+      if (dropped.length > 0) records.push(record('drop', { g: group.name, s: dropped, why: 'bound' }));
+      if (group.durableState !== undefined) rows.push([group.name, group.nextSeq, sharedSubscriptionQosMax]);
+    }
+    return rows;
+  }
+
+  /** Publish, after the commit: each group takes the message (QoS 0: straight to one connected member). */
+  deliver(groups: readonly SharedGroup[], message: StoredMessage, qos: Qos, rows: readonly DurableGroupRow[]): void {
+    let row = 0;
+    for (const group of groups) {
+      if (qos === 0) {
+        const member = group.nextMember(() => true);
+        if (member !== undefined) this.context.delivery.sendDirect(member, message, false);
+        continue;
+      }
+      const seq = group.nextSeq++;
+      if (rows[row]?.[0] === group.name) {
+        row++;
+        group.ready.insert(seq, message.lsn, message.payload.byteLength, EntryFlag.durable);
+      } else {
+        group.ready.insert(seq, 0, message.payload.byteLength, 0, message);
+      }
+      this.dispatch(group);
+    }
+  }
+
+  /** Hand ready messages to members while one has room. */
+  dispatch(group: SharedGroup): void {
+    const window = this.context.limits.sessionInflightMessagesMax;
+    const hasRoom = (member: SessionRuntime): boolean => member.inflight.size + member.sharedInflight.size + member.state.rel.size < window;
+    while (group.ready.size > 0) {
+      const member = group.nextMember(hasRoom);
+      if (member === undefined) return;
+      const entry = group.ready.shift()!;
+      if ((entry.flags & EntryFlag.durable) !== 0 && group.durableState === undefined) continue; // the group's last persistent member left: its durable messages went with it
+      let message: StoredMessage;
+      try {
+        message = entry.held ?? this.context.store.read(entry.lsn);
+      } catch (error) {
+        group.ready.insert(entry.seq, entry.lsn, entry.size, entry.flags, undefined, entry.deliveries);
+        member.link!.readFailed(error instanceof Error ? error : new Error(String(error)));
+        return;
+      }
+      this.send(group, member, entry, message);
+    }
+  }
+
+  private send(group: SharedGroup, member: SessionRuntime, entry: EntryView<StoredMessage>, message: StoredMessage): void {
+    const topic = mqttTopicOf(message);
+    if (member.reader?.mayRead(topic) === false) {
+      // As for a session's own queue (SessionDelivery.dropUnreadable): dropped, recorded, never sent.
+      if ((entry.flags & EntryFlag.durable) !== 0) this.context.committer.commitQuietly([record('drop', { g: group.name, s: [entry.seq], why: 'acl' })]);
+      return;
+    }
+    const qos = minQos(1, group.memberQos.get(member) ?? 0);
+    const durable = (entry.flags & EntryFlag.durable) !== 0;
+    this.context.observer.messageOut('mqtt');
+    if (qos === 0) {
+      member.link!.sendPublish({ topic, payload: message.payload, qos: 0, retain: false, dup: false });
+      this.finish(group, entry);
+      return;
+    }
+    const packetId = this.freePacketId(member);
+    member.sharedInflight.set(packetId, { group, entry });
+    group.inflight++;
+    if (durable) this.context.committer.settleLater('deliver', { g: group.name }, entry.seq);
+    member.link!.sendPublish({ topic, payload: message.payload, qos, retain: false, dup: entry.deliveries > 0, packetId });
+  }
+
+  private finish(group: SharedGroup, entry: EntryView<StoredMessage>): void {
+    if ((entry.flags & EntryFlag.durable) !== 0) this.context.committer.settleLater('ack', { g: group.name }, entry.seq);
+  }
+
+  /**
+   * A packet id not in use on the member's connection. The search starts half the id space away
+   * from the ids the session's own queue takes next (packetIdOf(seq) from its next seq on), so the
+   * two rarely meet; when they do, the session's pump waits for this id's PUBACK.
+   */
+  private freePacketId(member: SessionRuntime): number {
+    let id = this.packetIdCursor.get(member) ?? packetIdOf(member.state.nextSeq + 32_767);
+    for (let tries = 0; tries < 65_535; tries++) {
+      id = (id % 65_535) + 1;
+      if (!member.inflight.has(id) && !member.sharedInflight.has(id) && !member.state.rel.has(id)) {
+        this.packetIdCursor.set(member, id);
+        return id;
+      }
+    }
+    throw new Error('unreachable: the in-flight window is far below 65535 packet ids');
+  }
+
+  private groupFor(shared: SharedFilter): SharedGroup {
+    let group = this.groups.get(shared.name);
+    if (group === undefined) {
+      group = new SharedGroup(shared.name, shared.filter, this.context.state);
+      group.nextSeq = this.context.state.groups.get(shared.name)?.nextSeq ?? 1;
+      this.groups.set(shared.name, group);
+      this.index.add(shared.filter, group, 1);
+    }
+    return group;
+  }
+
+  /** No member left: the group is gone (a persistent one's projection went with its last member's unsub or end record). */
+  private drop(group: SharedGroup): void {
+    this.groups.delete(group.name);
+    this.index.remove(group.filter, group);
+  }
+}
+
+const noGroups: ReadonlySet<SharedGroup> = new Set();
+const noMatch: SharedGroup[] = [];
