@@ -70,7 +70,7 @@ export class SharedGroup {
   nextSeq = 1;
   private memberCursor = 0;
 
-  constructor(readonly name: string, readonly filter: string, private readonly state: BrokerState) {}
+  constructor(readonly name: string, readonly shareName: string, readonly filter: string, private readonly state: BrokerState) {}
 
   /** The projection's group: present while a persistent session is a member. */
   get durableState(): GroupState | undefined {
@@ -320,7 +320,7 @@ export class SharedSubscriptions {
   private groupFor(shared: SharedFilter): SharedGroup {
     let group = this.groups.get(shared.name);
     if (group === undefined) {
-      group = new SharedGroup(shared.name, shared.filter, this.context.state);
+      group = new SharedGroup(shared.name, shared.group, shared.filter, this.context.state);
       group.nextSeq = this.context.state.groups.get(shared.name)?.nextSeq ?? 1;
       this.groups.set(shared.name, group);
       this.index.add(shared.filter, group, 1);

@@ -45,7 +45,7 @@ import { recentRecords, traceOf } from './log-records.js';
 import { QueryError } from './query.js';
 import { RateSampler, rateSampleMs } from './rates.js';
 import { json, type Answer, type Method, type RequestContext, type Route } from './route.js';
-import { collectionsView, countParameters, countView, documentsParameters, documentsView, logView, sessionsView } from './views.js';
+import { collectionsView, countParameters, countView, documentsParameters, documentsView, logView, sessionsView, sharedSubscriptionsView } from './views.js';
 
 export interface HttpServerOptions {
   readonly broker: Broker;
@@ -124,6 +124,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     { pattern: /^\/console\/([a-z-]+\.[a-z]+)$/, methods: { GET: ({ parameters }) => consoleFile(parameters[0] ?? '') } },
     ...managementRoutes({ broker, clients, facts }),
     { pattern: /^\/api\/sessions$/, methods: { GET: ({ url }) => (checkParameters(url, []), json(sessionsView(broker))) } },
+    { pattern: /^\/api\/shared-subscriptions$/, methods: { GET: ({ url }) => (checkParameters(url, []), json(sharedSubscriptionsView(broker))) } },
     { pattern: /^\/api\/collections$/, methods: { GET: ({ url }) => (checkParameters(url, []), json(collectionsView(broker))) } },
     {
       pattern: /^\/api\/collections\/([^/]+)\/documents$/, methods: {
@@ -214,7 +215,7 @@ function findRoute(routes: readonly Route[], pathname: string): { route: Route; 
       return { route, parameters };
     }
   }
-  throw new HttpError(404, 'not_found', `no route for ${pathname}: see /api/overview, /api/queues, /api/exchanges, /api/bindings, /api/connections, /api/sessions, /api/collections, /api/log, /metrics`);
+  throw new HttpError(404, 'not_found', `no route for ${pathname}: see /api/overview, /api/queues, /api/exchanges, /api/bindings, /api/connections, /api/sessions, /api/shared-subscriptions, /api/collections, /api/log, /metrics`);
 }
 
 /** The authenticated user's name; undefined when the API is open. */

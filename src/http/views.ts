@@ -1,5 +1,5 @@
 /**
- * Cairn's own HTTP resources (MQTT sessions, collections, the log): each turns the broker's state (and runtime) into one
+ * Cairn's own HTTP resources (MQTT sessions and shared-subscription groups, collections, the log): each turns the broker's state (and runtime) into one
  * JSON response body. Read-only; they never write records. Synchronous, except the collection queries, which read
  * their documents from the log in chunks (collection-query.ts) and answer `examined` and `partial` beside the result.
  *
@@ -35,11 +35,28 @@ export function sessionsView(broker: Broker): unknown {
     persistent: session.persistent,
     subscriptions: [...session.state.subscriptions].map(([filter, qos]) => ({ filter, qos })),
     pending: session.state.pending.size,
-    inflight: session.inflight.size,
+    /** Its own messages and shared-subscription deliveries. */
+    inflight: session.inflight.size + session.sharedInflight.size,
     dropped: session.state.dropped,
   }));
   const { items, truncated } = capped(sessions);
   return { total: sessions.length, truncated, sessions: items };
+}
+
+/** MQTT shared-subscription groups: members (connected or not), ready and in-flight messages; persistent while a persistent session is a member. */
+export function sharedSubscriptionsView(broker: Broker): unknown {
+  const groups = [...broker.shared.groups.values()].sort((a, b) => byName(a.name, b.name)).map((group) => ({
+    name: group.name,
+    shareName: group.shareName,
+    filter: group.filter,
+    persistent: group.durableState !== undefined,
+    members: group.members.map((member) => ({ clientId: member.clientId, connected: member.link !== undefined, qos: group.memberQos.get(member) ?? 0 })),
+    ready: group.ready.size,
+    inflight: group.inflight,
+    dropped: group.durableState?.dropped ?? 0,
+  }));
+  const { items, truncated } = capped(groups);
+  return { total: groups.length, truncated, groups: items };
 }
 
 export function collectionsView(broker: Broker): unknown {

@@ -138,8 +138,9 @@ describe('shared subscriptions $share/{group}/{filter}', () => {
     expect(got.length).toBe(8);
   });
 
-  it('hands the QoS 1 messages a member had in flight to another member, with DUP, when it disconnects', async () => {
-    const leaving = await holdingMember('leaving', '$share/g/work');
+  it('hands the QoS 1 messages a persistent member had in flight to another member, with DUP, when it disconnects', async () => {
+    // A persistent member: it stays in the group while offline, but what it had in flight is not left waiting for it.
+    const leaving = await holdingMember('leaving', '$share/g/work', false);
     const staying = await open('staying');
     const got = collect(staying);
     await subscribe(staying, '$share/g/work');

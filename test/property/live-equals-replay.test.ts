@@ -65,6 +65,10 @@ describe('live state equals replayed state', () => {
           expect(seqs).toEqual([...queue.pending.keys()]);
           expect(runtime.unacked.size).toBe(seqs.length);
         }
+        // ...and each persistent shared-subscription group's messages are ready in its runtime, in seq order.
+        for (const group of restarted.state.groups.values()) {
+          expect([...restarted.shared.groups.get(group.name)!.ready.keys()]).toEqual([...group.pending.keys()]);
+        }
       }),
       { numRuns: 150 },
     );

@@ -21,7 +21,8 @@ const harnessLimits: Partial<CoreLimits> = { sessionQueueMessagesMax: 3, queueRe
 
 const clients = ['c0', 'c1', 'c2'];
 const topics = ['a/b', 'a/c', 'x', 'a/b/c'];
-const filters = ['a/b', 'a/+', '#', 'a/#', 'x'];
+/** Plain filters and shared-subscription groups (`$share/...`), so sessions are members of groups too. */
+const filters = ['a/b', 'a/+', '#', 'a/#', 'x', '$share/g/a/+', '$share/h/#'];
 const queues = ['q0', 'q1', 'q2'];
 /** Fixed per name, so a redeclare always matches: length limits drop and refuse along the way. */
 const queueArguments: Readonly<Record<string, Record<string, unknown>>> = {
