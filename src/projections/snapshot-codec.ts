@@ -66,7 +66,7 @@ export function encodeState(state: BrokerState, columns: 'copies' | 'views' = 'c
     queues,
     bindings: [...state.bindings.values()].map((b) => ({ ...b })),
     collections: encodeCollections(state.collections),
-    groups: [...state.groups.values()].map((g) => [g.name, [...g.members], encodeEntries(g), g.nextSeq, g.dropped]),
+    groups: [...state.groups.values()].map((g) => [g.name, [...g.members], encodeEntries(g, columns), g.nextSeq, g.dropped]),
   };
 }
 
