@@ -17,7 +17,7 @@ import { record, type PendingRecord } from './committer.js';
 import { documentOf, ingestMatches, type IngestRoute } from './ingest.js';
 import { minQos, swapSeparators, SessionRuntime } from './mqtt-sessions.js';
 import { publish, type PublishContext } from './publish.js';
-import { parseSharedFilter, sharedSubscriptionQosMax, type SharedFilter } from './shared-subscription.js';
+import { parseSharedFilter, type SharedFilter } from './shared-subscription.js';
 import { SubscriptionIndex } from './subscription-index.js';
 import { isSharedFilter } from '../projections/shared-groups.js';
 import { topicMatchesFilter, validateTopicFilter } from './topic-filter.js';
@@ -128,7 +128,7 @@ class SessionHandle implements MqttSessionHandle {
         granted.push(0x80);
         continue;
       }
-      const qos = shared === undefined ? request.qos : minQos(request.qos, sharedSubscriptionQosMax);
+      const qos = request.qos;
       const body: SubBody = { c: this.session.clientId, f: filter, qos };
       if (this.session.persistent) records.push(record('sub', body));
       else this.session.state.subscriptions.set(filter, qos);
@@ -225,7 +225,7 @@ class SessionHandle implements MqttSessionHandle {
   }
 
   pubrec(packetId: number): void {
-    if (this.live) this.context.delivery.pubrec(this.session, packetId);
+    if (this.live && !this.context.shared.pubrec(this.session, packetId)) this.context.delivery.pubrec(this.session, packetId);
   }
 
   pubcomp(packetId: number): void {

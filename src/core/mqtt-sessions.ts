@@ -18,6 +18,7 @@
 import { assert } from '../assert.js';
 import { enqueue, qosOf, removeFinished } from '../projections/destinations.js';
 import { applyRel, applyRx2 } from '../projections/mqtt-sessions.js';
+import type { RelBody } from '../projections/records.js';
 import { newSession, type SessionState, type StoredMessage } from '../projections/state.js';
 import type { MqttClientLink, MqttTopicReader, Qos } from './api.js';
 import { record, type Committer } from './committer.js';
@@ -189,7 +190,12 @@ export class SessionDelivery {
       return;
     }
     session.inflight.delete(packetId);
-    const body = { c: session.clientId, id: packetId, s: seq };
+    this.owePubrel(session, { c: session.clientId, id: packetId, s: seq });
+  }
+
+  /** A PUBREC taken: the message is the client's; the PUBREL obligation is recorded (persistent session) or kept, then PUBREL goes out. */
+  owePubrel(session: SessionRuntime, body: RelBody): void {
+    const packetId = body.id;
     if (!session.persistent) {
       applyRel(session.state, body);
       session.link?.sendPubrel(packetId);

@@ -15,9 +15,10 @@
  * (SessionRuntime.sharedInflight); the session's pump neither reuses it nor
  * fills the window past it. When the member's connection goes, what it had in
  * flight goes back to its place in the group, counted as delivered (DUP on
- * the next delivery, to whichever member is next). QoS is granted at most 1
- * on a shared subscription (a server may grant less than asked, [MQTT-3.9.3]).
- * Retained messages are never sent on a shared subscription (§4.8.2).
+ * the next delivery, to whichever member is next). A QoS 2 delivery leaves the
+ * group at its PUBREC (one `rel` record naming the group); its PUBREL/PUBCOMP
+ * is then the member session's, as for its own messages. Retained messages
+ * are never sent on a shared subscription (§4.8.2).
  */
 import { EntryFlag, EntryQueue, type EntryView } from '../projections/entry-queue.js';
 import { sharedFilterPrefix } from '../projections/shared-groups.js';
@@ -27,12 +28,10 @@ import { record, type Committer, type PendingRecord } from './committer.js';
 import type { CoreLimits } from './limits.js';
 import type { MessageStore } from './message-store.js';
 import { minQos, mqttTopicOf, packetIdOf, type SessionDelivery, type SessionRuntime } from './mqtt-sessions.js';
+import { qosOf } from '../projections/destinations.js';
 import type { BrokerObserver } from './observer.js';
 import { SubscriptionIndex } from './subscription-index.js';
 import { validateTopicFilter } from './topic-filter.js';
-
-/** The highest QoS granted on a shared subscription. */
-export const sharedSubscriptionQosMax = 1;
 
 export interface SharedFilter {
   /** The group's name: the whole `$share/{group}/{filter}`. */
@@ -212,13 +211,26 @@ export class SharedSubscriptions {
     return true;
   }
 
+  /** A PUBREC for a shared QoS 2 delivery: true when the packet id was one. The message leaves the group; the member owes the rest. */
+  pubrec(session: SessionRuntime, packetId: number): boolean {
+    const inflight = session.sharedInflight.get(packetId);
+    if (inflight === undefined) return false;
+    session.sharedInflight.delete(packetId);
+    const { group, entry } = inflight;
+    group.inflight--;
+    // A clean member's obligation is in memory only; a durable entry then still needs its ack record to leave the group.
+    if (!session.persistent && (entry.flags & EntryFlag.durable) !== 0) this.context.committer.settleLater('ack', { g: group.name }, entry.seq);
+    this.context.delivery.owePubrel(session, { c: session.clientId, id: packetId, s: entry.seq, g: group.name });
+    return true;
+  }
+
   /**
    * Publish, before the commit: make room in each group (the session bounds, dropping the oldest
    * ready message) and give the message a seq in each persistent group when it is durable.
    */
-  plan(groups: readonly SharedGroup[], qos: Qos, size: number, records: PendingRecord[]): DurableGroupRow[] {
+  plan(groups: readonly SharedGroup[], publishQos: Qos, size: number, records: PendingRecord[]): DurableGroupRow[] {
     const rows: DurableGroupRow[] = [];
-    if (qos === 0) return rows;
+    if (publishQos === 0) return rows;
     const { sessionQueueMessagesMax, sessionQueueBytesMax } = this.context.limits;
     for (const group of groups) {
       const dropped: number[] = [];
@@ -228,7 +240,7 @@ export class SharedSubscriptions {
         if ((oldest.flags & EntryFlag.durable) !== 0) dropped.push(oldest.seq);
       }
       if (dropped.length > 0) records.push(record('drop', { g: group.name, s: dropped, why: 'bound' }));
-      if (group.durableState !== undefined) rows.push([group.name, group.nextSeq, sharedSubscriptionQosMax]);
+      if (group.durableState !== undefined) rows.push([group.name, group.nextSeq, publishQos]);
     }
     return rows;
   }
@@ -243,11 +255,12 @@ export class SharedSubscriptions {
         continue;
       }
       const seq = group.nextSeq++;
+      const qosFlag = qos === 2 ? EntryFlag.qos2 : 0;
       if (rows[row]?.[0] === group.name) {
         row++;
-        group.ready.insert(seq, message.lsn, message.payload.byteLength, EntryFlag.durable);
+        group.ready.insert(seq, message.lsn, message.payload.byteLength, EntryFlag.durable | qosFlag);
       } else {
-        group.ready.insert(seq, 0, message.payload.byteLength, 0, message);
+        group.ready.insert(seq, 0, message.payload.byteLength, qosFlag, message);
       }
       this.dispatch(group);
     }
@@ -281,7 +294,7 @@ export class SharedSubscriptions {
       if ((entry.flags & EntryFlag.durable) !== 0) this.context.committer.commitQuietly([record('drop', { g: group.name, s: [entry.seq], why: 'acl' })]);
       return;
     }
-    const qos = minQos(1, group.memberQos.get(member) ?? 0);
+    const qos = minQos(qosOf(entry.flags), group.memberQos.get(member) ?? 0);
     const durable = (entry.flags & EntryFlag.durable) !== 0;
     this.context.observer.messageOut('mqtt');
     if (qos === 0) {

@@ -213,7 +213,7 @@ function noteStep(
     case 'rel': {
       const rel = body as unknown as BodyOf['rel'];
       if (rel.s === undefined || rel.clear) return;
-      const key = `session ${rel.c}#${rel.s}`;
+      const key = rel.g === undefined ? `session ${rel.c}#${rel.s}` : `group ${rel.g}#${rel.s}`;
       const trace = open.get(key);
       if (trace) close(key, trace, 'acked', step(`PUBREC received (QoS 2, packet ${rel.id}): finished`));
       return;

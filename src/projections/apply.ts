@@ -15,7 +15,7 @@ import { applyMsgToDestinations, destinationOf, markDelivered, removeFinished } 
 import { applyRel, applyRx2, applySession, applySub, applyUnsub } from './mqtt-sessions.js';
 import { RecordKind, type AckBody, type BodyOf, type BrokerRecord, type MsgBody } from './records.js';
 import { applyRetain } from './retained.js';
-import { applySessionEndToGroups, applySharedSub, applySharedUnsub } from './shared-groups.js';
+import { applySessionEndToGroups, applySharedRel, applySharedSub, applySharedUnsub } from './shared-groups.js';
 import type { BrokerState, StoredMessage } from './state.js';
 
 export function apply(state: BrokerState, record: BrokerRecord): void {
@@ -43,7 +43,9 @@ function applyBody(state: BrokerState, record: BrokerRecord): void {
     case RecordKind.deliver: return applyDeliver(state, body as BodyOf['deliver']);
     case RecordKind.retain: return applyRetain(state, body as BodyOf['retain'], record.lsn, record.timestamp);
     case RecordKind.rx2: return withSession(state, body as BodyOf['rx2'], applyRx2);
-    case RecordKind.rel: return withSession(state, body as BodyOf['rel'], applyRel);
+    case RecordKind.rel:
+      applySharedRel(state, body as BodyOf['rel']);
+      return withSession(state, body as BodyOf['rel'], applyRel);
     case RecordKind.exchange: return applyExchange(state, body as BodyOf['exchange']);
     case RecordKind.queue: return applyQueue(state, body as BodyOf['queue']);
     case RecordKind.bind: return applyBind(state, body as BodyOf['bind']);

@@ -38,7 +38,8 @@ export function applyRel(session: SessionState, body: RelBody): void {
     return;
   }
   if (body.s !== undefined) {
-    session.pending.delete(body.s);
+    // A shared delivery's seq is its group's (shared-groups.ts applySharedRel), not this session's.
+    if (body.g === undefined) session.pending.delete(body.s);
     session.rel.set(body.id, body.s);
   }
 }

@@ -104,8 +104,12 @@ export type DeliverBody = DestinationRef & { readonly s: readonly number[] };
 
 export interface RetainBody { readonly t: string; readonly p: Uint8Array; readonly qos: 0 | 1 | 2 }
 export interface Rx2Body { readonly c: string; readonly id: number; readonly clear?: true }
-/** PUBREC for (c, s) finishes the message and opens a PUBREL obligation under packet id `id`. */
-export interface RelBody { readonly c: string; readonly id: number; readonly s?: number; readonly clear?: true }
+/**
+ * PUBREC for (c, s) finishes the message and opens a PUBREL obligation under packet id `id`. With `g`
+ * (absent in records written before shared subscriptions), `s` is a seq of that shared group (a shared
+ * delivery to client c): the message leaves the group, and the PUBREL obligation is the session's.
+ */
+export interface RelBody { readonly c: string; readonly id: number; readonly s?: number; readonly clear?: true; readonly g?: string }
 
 export type ExchangeType = 'direct' | 'fanout' | 'topic';
 export interface ExchangeBody {

@@ -12,7 +12,7 @@
  * subscription lives as long as a session subscribed to it, §4.8.2).
  * Pure: mutates only the state it is given.
  */
-import type { SessionBody, SubBody, UnsubBody } from './records.js';
+import type { RelBody, SessionBody, SubBody, UnsubBody } from './records.js';
 import { newGroup, type BrokerState } from './state.js';
 
 export const sharedFilterPrefix = '$share/';
@@ -44,6 +44,11 @@ export function applySessionEndToGroups(state: BrokerState, body: SessionBody): 
   for (const filter of session.subscriptions.keys()) {
     if (isSharedFilter(filter)) leaveGroup(state, body.c, filter);
   }
+}
+
+/** A member's PUBREC for a shared QoS 2 delivery: the message leaves its group. */
+export function applySharedRel(state: BrokerState, body: RelBody): void {
+  if (body.g !== undefined && body.s !== undefined && !body.clear) state.groups.get(body.g)?.pending.delete(body.s);
 }
 
 function leaveGroup(state: BrokerState, clientId: string, name: string): void {

@@ -105,6 +105,21 @@ describe('shared subscriptions $share/{group}/{filter}', () => {
     expect(received.flat().every((p) => p.qos === 1 && !p.dup && !p.retain)).toBe(true);
   });
 
+  it('QoS 2: each message to one member, at the lower of the publish and subscription QoS, exactly once through PUBCOMP', async () => {
+    const two = await open('two');
+    const one = await open('one');
+    await subscribe(two, '$share/g/q2', 2);
+    await subscribe(one, '$share/g/q2', 1);
+    const publisher = await open('pub');
+    for (let i = 0; i < 6; i++) await publisher.publishAsync('q2', `m${i}`, { qos: 2 });
+    await until(() => collect(two).length + collect(one).length === 6, 'six deliveries');
+    expect(collect(two).map((p) => p.qos)).toEqual([2, 2, 2]);
+    expect(collect(one).map((p) => p.qos)).toEqual([1, 1, 1]);
+    expect([...payloads(collect(two)), ...payloads(collect(one))].sort()).toEqual(['m0', 'm1', 'm2', 'm3', 'm4', 'm5']);
+    // PUBREC, PUBREL, PUBCOMP done: the member owes nothing and the group holds nothing.
+    await until(() => broker.sessions.get('two')!.state.rel.size === 0 && broker.shared.groups.get('$share/g/q2')!.inflight === 0, 'the QoS 2 handshakes finished');
+  });
+
   it('two groups on the same filter each get every message; a group member with a plain subscription gets both', async () => {
     const a1 = await open('a1');
     const a2 = await open('a2');
@@ -204,7 +219,7 @@ describe('shared subscriptions $share/{group}/{filter}', () => {
     expect(got1.length).toBe(0);
   });
 
-  it('answers SUBACK 0x80 to malformed shares and grants at most QoS 1', async () => {
+  it('answers SUBACK 0x80 to malformed shares [MQTT-4.8.2-1] [MQTT-4.8.2-2]', async () => {
     // MQTT.js refuses to send some of these forms itself ('$share/g+/t'), so a raw client sends them.
     const client = await RawMqttClient.open(server.port);
     raws.push(client);
@@ -212,6 +227,6 @@ describe('shared subscriptions $share/{group}/{filter}', () => {
     const filters = ['$share//t', '$share/g+/t', '$share/+/t', '$share/#/t', '$share/g', '$share/g/', '$share/g/a#', '$share/g/t'];
     client.send({ cmd: 'subscribe', messageId: 7, subscriptions: filters.map((topic) => ({ topic, qos: 2 })) });
     const suback = await client.waitFor((p) => p.cmd === 'suback');
-    expect((suback as unknown as { granted: number[] }).granted).toEqual([128, 128, 128, 128, 128, 128, 128, 1]);
+    expect((suback as unknown as { granted: number[] }).granted).toEqual([128, 128, 128, 128, 128, 128, 128, 2]);
   });
 });
