@@ -21,7 +21,7 @@
  * are never sent on a shared subscription (§4.8.2).
  */
 import { EntryFlag, EntryQueue, type EntryView } from '../projections/entry-queue.js';
-import { sharedFilterPrefix } from '../projections/shared-groups.js';
+import { isSharedFilter, sharedFilterPrefix } from '../projections/shared-groups.js';
 import type { BrokerState, GroupState, StoredMessage } from '../projections/state.js';
 import type { Qos } from './api.js';
 import { record, type Committer, type PendingRecord } from './committer.js';
@@ -52,6 +52,13 @@ export function parseSharedFilter(text: string): SharedFilter | { readonly probl
   if (filter === '') return { problem: 'a shared subscription needs a topic filter after its share name [MQTT-4.8.2-2]' };
   const problem = validateTopicFilter(filter);
   return problem === undefined ? { name: text, group, filter } : { problem };
+}
+
+/** Why a subscription filter is a malformed shared subscription, or undefined (a good one, or not a shared one). */
+export function sharedFilterProblem(filter: string): string | undefined {
+  if (!isSharedFilter(filter)) return undefined;
+  const parsed = parseSharedFilter(filter);
+  return 'problem' in parsed ? parsed.problem : undefined;
 }
 
 /** A message of a group on a member's connection, awaiting PUBACK. */
@@ -268,8 +275,10 @@ export class SharedSubscriptions {
 
   /** Hand ready messages to members while one has room. */
   dispatch(group: SharedGroup): void {
-    const window = this.context.limits.sessionInflightMessagesMax;
-    const hasRoom = (member: SessionRuntime): boolean => member.inflight.size + member.sharedInflight.size + member.state.rel.size < window;
+    const windowMax = this.context.limits.sessionInflightMessagesMax;
+    // The session's window, narrowed by an MQTT 5 client's Receive Maximum [MQTT-4.9.0-1] as the session's pump does.
+    const hasRoom = (member: SessionRuntime): boolean =>
+      member.inflight.size + member.sharedInflight.size + member.state.rel.size < Math.min(windowMax, member.link?.inflightMax ?? Infinity);
     while (group.ready.size > 0) {
       const member = group.nextMember(hasRoom);
       if (member === undefined) return;

@@ -120,6 +120,25 @@ describe('shared subscriptions $share/{group}/{filter}', () => {
     await until(() => broker.sessions.get('two')!.state.rel.size === 0 && broker.shared.groups.get('$share/g/q2')!.inflight === 0, 'the QoS 2 handshakes finished');
   });
 
+  it('MQTT 5: CONNACK offers shared subscriptions; v5 members share a group with a 3.1.1 one; Receive Maximum narrows a member\'s window; a malformed share is 0x8F', async () => {
+    // A raw v5 member that takes one unacknowledged message at a time (Receive Maximum 1) and never acknowledges.
+    const narrow = await RawMqttClient.open(server.port, 5);
+    raws.push(narrow);
+    expect(await narrow.connect('narrow', true, { receiveMaximum: 1 })).toMatchObject({ properties: { sharedSubscriptionAvailable: true } });
+    narrow.send({ cmd: 'subscribe', messageId: 1, subscriptions: [{ topic: '$share/mixed/v/#', qos: 1 }, { topic: '$share//t', qos: 1 }, { topic: '$share/g', qos: 1 }] });
+    expect(await narrow.waitFor((p) => p.cmd === 'suback')).toMatchObject({ granted: [1, 0x8f, 0x8f] });
+    const v5 = await open('v5', { protocolVersion: 5 });
+    const v3 = await open('v3');
+    for (const member of [v5, v3]) expect(await subscribe(member, '$share/mixed/v/#')).toBe(1);
+    const publisher = await open('pub', { protocolVersion: 5 });
+    await publishAll(publisher, 'v/1', 9);
+    const narrowGot = (): number => narrow.received.filter((p) => p.cmd === 'publish').length;
+    await until(() => narrowGot() + collect(v5).length + collect(v3).length === 9, 'nine deliveries');
+    expect(narrowGot()).toBe(1);
+    expect(collect(v5).length).toBe(4);
+    expect(collect(v3).length).toBe(4);
+  });
+
   it('two groups on the same filter each get every message; a group member with a plain subscription gets both', async () => {
     const a1 = await open('a1');
     const a2 = await open('a2');

@@ -103,7 +103,7 @@ function acceptClientLimits(connection: MqttConnection, packet: IConnectPacket):
 /**
  * CONNACK's properties [MQTT-3.2.2.3]: the bounds this broker holds a v5
  * client to, and what it supports. Maximum QoS is left out: 2 is the default.
- * Shared subscriptions and subscription identifiers are not offered (yet).
+ * Shared subscriptions are offered (core/shared-subscription.ts); subscription identifiers are not (yet).
  */
 function connackProperties(connection: MqttConnection, assignedClientIdentifier: string | undefined): ConnackProperties {
   const { limits } = connection.context;
@@ -114,7 +114,7 @@ function connackProperties(connection: MqttConnection, assignedClientIdentifier:
     retainAvailable: true,
     wildcardSubscriptionAvailable: true,
     subscriptionIdentifiersAvailable: false,
-    sharedSubscriptionAvailable: false,
+    sharedSubscriptionAvailable: true,
     ...(assignedClientIdentifier !== undefined ? { assignedClientIdentifier } : {}),
   };
 }

@@ -2,7 +2,8 @@
  * SUBSCRIBE [MQTT-3.8]. Each filter is validated here; an invalid one, or one
  * the topic ACL refuses, is answered with a failure in its SUBACK slot
  * [MQTT-3.9.3-1] (0x80 in 3.1.1; in MQTT 5 0x8F Topic Filter invalid or 0x87
- * Not authorized) and never reaches the core. A subscription identifier is a
+ * Not authorized) and never reaches the core; so is a malformed shared
+ * subscription (`$share//t`, `$share/g+/t`, `$share/g`) [MQTT-4.8.2-1] [MQTT-4.8.2-2]. A subscription identifier is a
  * protocol error while CONNACK says they are not available (0xA1).
  * SUBACK goes out once the subscriptions are durable, and only then are the
  * retained messages matching the granted filters sent [MQTT-3.3.1-6], so they
@@ -10,6 +11,7 @@
  */
 import { assert } from '../../../assert.js';
 import type { Qos } from '../../../core/api.js';
+import { sharedFilterProblem } from '../../../core/shared-subscription.js';
 import { validateTopicFilter } from '../../../core/topic-filter.js';
 import type { ClientPacketOf } from '../client-packet-rules.js';
 import type { MqttConnection } from '../connection.js';
@@ -31,7 +33,7 @@ export function handleSubscribe(connection: MqttConnection, packet: ClientPacket
   /** Per filter: an index into `requests`, or the failure reason code. */
   const slots: Array<{ request: number } | { failure: number }> = [];
   for (const subscription of packet.subscriptions) {
-    const problem = validateTopicFilter(subscription.topic);
+    const problem = validateTopicFilter(subscription.topic) ?? sharedFilterProblem(subscription.topic);
     if (problem !== undefined) {
       connection.logger.debug({ filter: subscription.topic.slice(0, 128), problem }, 'MQTT SUBSCRIBE with an invalid filter');
       slots.push({ failure: ReasonCode.topicFilterInvalid });
