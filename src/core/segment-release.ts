@@ -41,7 +41,7 @@ function liveReferencesBefore(state: BrokerState, beforeLsn: number, limit: numb
   const at = (lsn: number): MovedReference => {
     let reference = byLsn.get(lsn);
     if (reference === undefined) {
-      reference = { sessions: [], queues: [], documents: 0 };
+      reference = { sessions: [], queues: [], groups: [], documents: 0 };
       byLsn.set(lsn, reference);
     }
     return reference;
@@ -59,6 +59,12 @@ function liveReferencesBefore(state: BrokerState, beforeLsn: number, limit: numb
     for (const [seq, lsn] of found) at(lsn).queues.push([queue.name, seq]);
     count += found.length;
   }
+  for (const group of state.groups.values()) {
+    const found = group.pending.referencesBefore(beforeLsn, limit - count);
+    if (found === undefined) return undefined;
+    for (const [seq, lsn] of found) at(lsn).groups.push([group.name, seq]);
+    count += found.length;
+  }
   for (const collection of state.collections.values()) {
     // In LSN order (collections.ts): the old ones come first.
     for (const lsn of collection.documents.values()) {
@@ -73,6 +79,7 @@ function liveReferencesBefore(state: BrokerState, beforeLsn: number, limit: numb
 interface MovedReference {
   readonly sessions: Array<readonly [client: string, seq: number]>;
   readonly queues: Array<readonly [queue: string, seq: number]>;
+  readonly groups: Array<readonly [group: string, seq: number]>;
   documents: number;
 }
 
@@ -98,12 +105,21 @@ export function relocationRecords(state: BrokerState, releasable: Releasable, re
     const body = old.body as MsgBody;
     copiedBytes += body.p.byteLength;
     const moved: { -readonly [K in keyof MsgBody]: MsgBody[K] } = { ...body, movedFrom: lsn };
-    const qosOf = new Map((body.s ?? []).map(([client, seq, qos]) => [`${client}\u0000${seq}`, qos] as const));
-    if (reference.sessions.length > 0) moved.s = reference.sessions.map(([client, seq]) => [client, seq, qosOf.get(`${client}\u0000${seq}`) ?? 1] as const);
+    if (reference.sessions.length > 0) moved.s = withQos(reference.sessions, body.s);
     else delete moved.s;
     if (reference.queues.length > 0) moved.u = reference.queues;
     else delete moved.u;
+    if (reference.groups.length > 0) moved.g = withQos(reference.groups, body.g);
+    else delete moved.g;
     records.push(record('msg', moved));
   }
   return copiedBytes <= releasable.bytes * copiedPerReleasedMax ? records : [];
+}
+
+/** (destination, seq) pairs with the delivery QoS the original msg record gave each (sessions, shared groups). */
+function withQos(
+  pairs: ReadonlyArray<readonly [name: string, seq: number]>, original: ReadonlyArray<readonly [string, number, 1 | 2]> | undefined,
+): Array<readonly [string, number, 1 | 2]> {
+  const qosOf = new Map((original ?? []).map(([name, seq, qos]) => [`${name}\u0000${seq}`, qos] as const));
+  return pairs.map(([name, seq]) => [name, seq, qosOf.get(`${name}\u0000${seq}`) ?? 1] as const);
 }

@@ -286,7 +286,8 @@ export class SharedSubscriptions {
       if ((entry.flags & EntryFlag.durable) !== 0 && group.durableState === undefined) continue; // the group's last persistent member left: its durable messages went with it
       let message: StoredMessage;
       try {
-        message = entry.held ?? this.context.store.read(entry.lsn);
+        // The projection's LSN, not this copy's: segment release may have moved the message since.
+        message = entry.held ?? this.context.store.read(group.durableState?.pending.get(entry.seq)?.lsn ?? entry.lsn);
       } catch (error) {
         group.ready.insert(entry.seq, entry.lsn, entry.size, entry.flags, undefined, entry.deliveries);
         member.link!.readFailed(error instanceof Error ? error : new Error(String(error)));

@@ -44,6 +44,7 @@ function enqueueRows(destinations: ReadonlyMap<string, DestinationState>, rows: 
 function relinkMoved(state: BrokerState, body: MsgBody, from: number, to: number): void {
   for (const [client, seq] of body.s ?? []) state.sessions.get(client)?.pending.relink(seq, from, to);
   for (const [queue, seq] of body.u ?? []) state.queues.get(queue)?.pending.relink(seq, from, to);
+  for (const [group, seq] of body.g ?? []) state.groups.get(group)?.pending.relink(seq, from, to);
 }
 
 /** `held`: the message itself, for entries that are not in the log (clean sessions). */

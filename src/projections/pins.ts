@@ -35,8 +35,8 @@ export function oldestLiveMessage(state: BrokerState): LogPin | undefined {
     if (entry && (oldest === undefined || entry.lsn < oldest.lsn)) oldest = { lsn: entry.lsn, holder: { kind: 'queue', queue: queue.name, seq: entry.seq } };
   }
   for (const group of state.groups.values()) {
-    const first = group.pending.first();
-    if (first && first.held === undefined && (oldest === undefined || first.lsn < oldest.lsn)) oldest = { lsn: first.lsn, holder: { kind: 'group', group: group.name, seq: first.seq } };
+    const entry = group.pending.oldestInLog();
+    if (entry && (oldest === undefined || entry.lsn < oldest.lsn)) oldest = { lsn: entry.lsn, holder: { kind: 'group', group: group.name, seq: entry.seq } };
   }
   for (const collection of state.collections.values()) {
     for (const [id, lsn] of collection.documents) {

@@ -33,6 +33,8 @@ export interface WorkloadOptions {
   readonly startTime?: number;
   readonly log?: Omit<LogOptions, 'dir'>;
   readonly snapshotEveryRecords?: number;
+  /** The recent-message cache (0: every delivery reads the log). */
+  readonly messageCacheBytes?: number;
 }
 
 export class WorkloadDriver {
@@ -50,7 +52,10 @@ export class WorkloadDriver {
     const broker = Broker.open({
       log,
       ingestRoutes: [{ filter: 'sensors/#', collection: 'readings' }],
-      limits: { snapshotEveryRecords: options.snapshotEveryRecords ?? 0, sessionQueueMessagesMax: 8, queueReadyMessagesMax: 8 },
+      limits: {
+        snapshotEveryRecords: options.snapshotEveryRecords ?? 0, sessionQueueMessagesMax: 8, queueReadyMessagesMax: 8,
+        ...(options.messageCacheBytes === undefined ? {} : { messageCacheBytes: options.messageCacheBytes }),
+      },
       clock: () => (driver === undefined ? startTime : driver.time++),
     });
     driver = new WorkloadDriver(log, broker, startTime);
