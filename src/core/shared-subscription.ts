@@ -283,11 +283,14 @@ export class SharedSubscriptions {
       const member = group.nextMember(hasRoom);
       if (member === undefined) return;
       const entry = group.ready.shift()!;
-      if ((entry.flags & EntryFlag.durable) !== 0 && group.durableState === undefined) continue; // the group's last persistent member left: its durable messages went with it
+      const durable = (entry.flags & EntryFlag.durable) !== 0;
+      const projected = durable ? group.durableState?.pending.get(entry.seq) : undefined;
+      // No longer the group's: its last persistent member left, and its durable messages went with it.
+      if (durable && projected === undefined) continue;
       let message: StoredMessage;
       try {
         // The projection's LSN, not this copy's: segment release may have moved the message since.
-        message = entry.held ?? this.context.store.read(group.durableState?.pending.get(entry.seq)?.lsn ?? entry.lsn);
+        message = entry.held ?? this.context.store.read(projected?.lsn ?? entry.lsn);
       } catch (error) {
         group.ready.insert(entry.seq, entry.lsn, entry.size, entry.flags, undefined, entry.deliveries);
         member.link!.readFailed(error instanceof Error ? error : new Error(String(error)));
