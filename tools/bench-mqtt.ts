@@ -12,7 +12,8 @@
  *     durable path);
  *   - QoS 0 and QoS 1 throughput publisher → live clean subscriber
  *     (20,000 messages of 100 B, counted at the subscriber; median of three
- *     after one unmeasured run).
+ *     after one unmeasured run), and QoS 1 publisher → a shared subscription
+ *     `$share/bench/...` with 4 live clean members (counted over all four).
  * Both brokers run side by side and every case alternates between them
  * (bench-side-by-side.ts).
  * Mosquitto runs with `persistence false`; even with persistence on it saves
@@ -38,6 +39,8 @@ const latencyCount = 2000;
 const warmUpPublishes = 2000;
 const throughputCount = 20_000;
 const stallMs = 5_000;
+/** Members of the shared subscription in the shared-subscription throughput case. */
+const sharedMembers = 4;
 
 // ---- shared helpers (also used by bench-amqp.ts) ---------------------------
 
@@ -149,20 +152,23 @@ export async function openOfflineSubscriberQos1(port: number, topic: string): Pr
 
 interface Throughput { readonly rate: number; readonly received: number; readonly acked: number }
 
-async function throughput(port: number, topic: string, qos: 0 | 1): Promise<Throughput> {
-  const subscriber = await connect(port, `bench-sub-${topic}`);
+/** Publisher → one live clean subscriber, or (sharedMembers > 0) the members of one shared subscription `$share/bench/TOPIC`. */
+async function throughput(port: number, topic: string, qos: 0 | 1, sharedMembers = 0): Promise<Throughput> {
+  const filter = sharedMembers === 0 ? topic : `$share/bench/${topic}`;
+  const subscribers = await Promise.all(Array.from({ length: Math.max(1, sharedMembers) }, (_, i) => connect(port, `bench-sub-${topic}-${i}`)));
   const publisher = await connect(port, `bench-tpub-${topic}`);
   try {
-    await subscriber.subscribeAsync(topic, { qos });
+    await Promise.all(subscribers.map((subscriber) => subscriber.subscribeAsync(filter, { qos })));
     let received = 0;
     let lastAt = performance.now();
     let done: () => void = () => undefined;
     const allReceived = new Promise<void>((resolvePromise) => { done = resolvePromise; });
-    subscriber.on('message', () => {
+    const onMessage = (): void => {
       received++;
       lastAt = performance.now();
       if (received === throughputCount) done();
-    });
+    };
+    for (const subscriber of subscribers) subscriber.on('message', onMessage);
     let acked = 0;
     const started = performance.now();
     for (let i = 0; i < throughputCount; i++) publisher.publish(topic, payload, { qos }, (error) => { if (!error) acked++; });
@@ -179,7 +185,7 @@ async function throughput(port: number, topic: string, qos: 0 | 1): Promise<Thro
     const seconds = (lastAt - started) / 1000;
     return { rate: received / seconds, received, acked: qos === 0 ? Number.NaN : acked };
   } finally {
-    subscriber.end(true);
+    for (const subscriber of subscribers) subscriber.end(true);
     publisher.end(true);
   }
 }
@@ -189,6 +195,7 @@ interface MqttResults {
   readonly offline: LatencySummary;
   readonly qos0: Throughput;
   readonly qos1: Throughput;
+  readonly shared: Throughput;
 }
 
 interface MqttRun {
@@ -216,7 +223,8 @@ async function runCases(ports: readonly number[], cairnPid: number | undefined):
   const [rawOnCallingThread, rawViaPool, ...latencies] = await interleavedCases('QoS 1 sequential, no subscriber and offline subscriber', openers, latencyCount);
   const qos0 = await medianRuns('QoS 0 throughput', ports, (port) => throughput(port, 'bench/tput0', 0));
   const qos1 = await medianRuns('QoS 1 throughput', ports, (port) => throughput(port, 'bench/tput1', 1));
-  const results = ports.map((_, i) => ({ noSub: latencies[i]!, offline: latencies[ports.length + i]!, qos0: qos0[i]!, qos1: qos1[i]! }));
+  const shared = await medianRuns(`QoS 1 shared subscription, ${sharedMembers} members`, ports, (port) => throughput(port, 'bench/shared1', 1, sharedMembers));
+  const results = ports.map((_, i) => ({ noSub: latencies[i]!, offline: latencies[ports.length + i]!, qos0: qos0[i]!, qos1: qos1[i]!, shared: shared[i]! }));
   return { raw: [rawOnCallingThread!, rawViaPool!], cairnThreads: cairnThreads as [TimedCase, TimedCase], results };
 }
 
@@ -269,6 +277,7 @@ export async function benchMqtt(): Promise<void> {
   };
   throughputRow('QoS 0 pub->sub throughput', (r) => r.qos0);
   throughputRow('QoS 1 pub->sub throughput', (r) => r.qos1);
+  throughputRow(`QoS 1 pub->$share (${sharedMembers} members) throughput`, (r) => r.shared);
   for (const [label, value] of durableTargetRows(raw, cairn.noSub, cairn.offline)) rows.push([`${label} (no sub / offline sub)`, value, '', '']);
   for (const [label, value] of threadTimeRow('Cairn, no subscriber', cairnThreads[0].perRoundTrip())) rows.push([label, value, '', '']);
   for (const [label, value] of threadTimeRow('Cairn, offline persistent sub', cairnThreads[1].perRoundTrip())) rows.push([label, value, '', '']);
