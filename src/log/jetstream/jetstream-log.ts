@@ -355,12 +355,24 @@ export class JetStreamLog {
 
   /** Takes the next sequence with a fence message: a writer that read the stream before it can append no more. */
   private async publishFence(): Promise<void> {
-    const lsn = this.frames.nextLsn;
-    assert(this.durable === lsn - 1, 'a fence is published before any append');
-    const ack = await this.publish(lsn, new Uint8Array(0));
-    assert(ack.seq === lsn, 'the fence took the expected sequence');
-    this.frames.push(lsn, undefined);
-    this.durable = lsn;
+    // A deposed writer may still be appending (its lease expired while it was paused): its records that land
+    // before the fence are the log's; read them and fence again after them, until the fence lands.
+    for (let attempt = 1; ; attempt++) {
+      const lsn = this.frames.nextLsn;
+      assert(this.durable === lsn - 1, 'a fence is published before any append');
+      try {
+        const ack = await this.publish(lsn, new Uint8Array(0));
+        assert(ack.seq === lsn, 'the fence took the expected sequence');
+        this.frames.push(lsn, undefined);
+        this.durable = lsn;
+        return;
+      } catch (error) {
+        if (!(error instanceof JetStreamApiError && isWrongLast(error)) || attempt >= fenceAttemptsMax) throw error;
+        const { last_seq: lastSeq } = (await this.manager.streams.info(this.stream)).state;
+        await new StreamReader(this.js, this.stream, this.frames).readUntil(lastSeq);
+        this.durable = this.frames.nextLsn - 1;
+      }
+    }
   }
 }
 
@@ -383,6 +395,9 @@ async function ensureStream(manager: JetStreamManager, stream: string, replicas:
 }
 
 /** Another message took the place this one expected: a wrong last sequence, or a wrong last message id (nats-server 2.9 gives that one no error code). */
+/** Fence attempts at takeover while a deposed writer's records keep landing before it. */
+const fenceAttemptsMax = 100;
+
 function isWrongLast(error: JetStreamApiError): boolean {
   return error.code === JetStreamApiCodes.StreamWrongLastSequence || /wrong last (sequence|msg ID)/.test(error.message);
 }
