@@ -11,6 +11,7 @@
  * close, and `stopped` rejects; `cairn serve` then exits with its own code
  * so the supervisor restarts it into recovery.
  */
+import type { Timers } from './core/timers.js';
 import { AclFile } from './auth/acl-file.js';
 import { loadUsersFile, anonymousUsers, type Users } from './auth/users.js';
 import type { ServeConfig } from './config.js';
@@ -65,6 +66,9 @@ export interface RunningCairn {
 /** For tests only (fault injection), not part of the embedding API. */
 export interface StartInternals {
   readonly logFileSystem?: LogFileSystem;
+  /** The broker's clock and timers (message TTL and x-expires tests move time themselves). */
+  readonly clock?: () => number;
+  readonly timers?: Timers;
 }
 
 // A failed log stops the broker: at most this long for the listeners and the log to close before `stopped` rejects anyway.
@@ -88,6 +92,8 @@ export async function startCairn(config: ServeConfig, logger: Logger, internals:
       logger: logger.child({ component: 'core' }),
       observer: metrics,
       ingestRoutes: config.ingestRoutes,
+      ...(internals.clock !== undefined ? { clock: internals.clock } : {}),
+      ...(internals.timers !== undefined ? { timers: internals.timers } : {}),
       limits: {
         snapshotEveryRecords: config.snapshotEveryRecords,
         releaseSegments: config.releaseSegments,

@@ -17,6 +17,11 @@ import {
 import { defaultExchange, ExchangeRuntime, supportedExchangeTypes } from './amqp-exchange.js';
 import { amqpMessageOf, isDurableEntry, isRedeliveredEntry, QueueRuntime, queuesAccepting, type QueueEntry } from './amqp-queue.js';
 import { record, type PendingRecord } from './committer.js';
+import { deadLetter, deadLetterExchangeOf, endWithoutCopy } from './dead-letter.js';
+import { expirationMsOf, hasExpiration, HeadExpiry } from './message-expiry.js';
+import { QueueLeases } from './queue-lease.js';
+import type { Timers } from './timers.js';
+import type { EntryView } from '../projections/entry-queue.js';
 import { publish, type PublishContext } from './publish.js';
 import { checkEquivalentArguments, queueArgumentsOf } from './queue-arguments.js';
 import type { SessionRuntime } from './mqtt-sessions.js';
@@ -27,14 +32,48 @@ export interface AmqpCoreContext extends PublishContext {
   readonly state: BrokerState;
   readonly exchanges: Map<string, ExchangeRuntime>;
   readonly queues: Map<string, QueueRuntime>;
+  /** What expires messages and unused queues (the clock is the committer's). */
+  readonly timers: Timers;
   /** MQTT sessions subscribed to this topic (the bridge from amq.topic into MQTT). */
   bridgeSessions(mqttTopic: string): ReadonlyMap<SessionRuntime, Qos>;
 }
 
 const noSessions: ReadonlyMap<SessionRuntime, Qos> = new Map();
 
+/** A queue's head, read but not taken. */
+interface Head {
+  readonly ref: EntryView<AmqpMessage>;
+  readonly message: AmqpMessage;
+}
+
+function entryOf(head: Head): QueueEntry {
+  const { ref, message } = head;
+  return { seq: ref.seq, lsn: ref.lsn, size: ref.size, durable: isDurableEntry(ref), redelivered: isRedeliveredEntry(ref), message, held: ref.held !== undefined };
+}
+
 export class AmqpCoreImpl implements AmqpCore {
-  constructor(private readonly context: AmqpCoreContext) {}
+  private readonly expiry: HeadExpiry;
+  private readonly leases: QueueLeases;
+
+  constructor(private readonly context: AmqpCoreContext) {
+    const now = (): number => context.committer.now();
+    this.expiry = new HeadExpiry(context.timers, now, (queue) => {
+      const head = this.readHead(queue);
+      return head === undefined || head instanceof Error ? undefined : { seq: head.ref.seq, message: head.message };
+    }, (queue) => this.expireDue(queue));
+    this.leases = new QueueLeases(context.timers, (queue) => {
+      if (this.context.queues.get(queue.name) === queue) this.removeQueue(queue);
+    });
+  }
+
+  /** After start-up: recovered queues may hold messages with a TTL, and their x-expires leases start now. */
+  recovered(): void {
+    for (const queue of this.context.queues.values()) {
+      this.expiry.watch(queue);
+      this.expiry.arm(queue);
+      this.leases.renew(queue);
+    }
+  }
 
   declareExchange(name: string, type: string, options: { passive: boolean; durable: boolean; autoDelete: boolean; internal: boolean; arguments: Record<string, unknown> }): Durable {
     const existing = this.context.exchanges.get(name);
@@ -83,6 +122,7 @@ export class AmqpCoreImpl implements AmqpCore {
       for (const [flag, wanted, actual] of [['durable', options.durable, existing.durable], ['exclusive', options.exclusive, existing.exclusiveOwner !== undefined], ['auto_delete', options.autoDelete, existing.autoDelete]] as const) {
         if (wanted !== actual) throw new BrokerError(406, `PRECONDITION_FAILED - inequivalent arg '${flag}' for queue '${name}' in vhost '/': received '${wanted}' but current is '${actual}'`);
       }
+      this.leases.renew(existing);
       return { queue: name, messageCount: existing.messageCount, consumerCount: existing.consumers.length, durable: undefined };
     }
     if (requested.startsWith('amq.')) throw new BrokerError(403, `ACCESS_REFUSED - queue name '${name}' contains reserved prefix 'amq.*'`);
@@ -93,6 +133,7 @@ export class AmqpCoreImpl implements AmqpCore {
     const queue = new QueueRuntime(name, durable, options.autoDelete, options.exclusive ? options.owner : undefined, durable ? this.context.state.queues.get(name) : undefined, args);
     this.context.queues.set(name, queue);
     this.context.exchanges.get(defaultExchange)?.bind(name, name);
+    this.leases.renew(queue);
     return { queue: name, messageCount: 0, consumerCount: 0, durable: commit };
   }
 
@@ -110,6 +151,7 @@ export class AmqpCoreImpl implements AmqpCore {
   purgeQueue(name: string, owner: string): { messageCount: number; durable: Durable } {
     const queue = this.requireQueue(name, owner);
     const purged = queue.takeAllReady();
+    this.expiry.forget(queue);
     const durableSeqs = purged.filter(isDurableEntry).map((entry) => entry.seq);
     const durable = durableSeqs.length > 0 ? this.context.committer.commit([record('drop', { q: name, s: durableSeqs, why: 'purge' })]) : undefined;
     return { messageCount: purged.length, durable };
@@ -132,6 +174,8 @@ export class AmqpCoreImpl implements AmqpCore {
   publish(message: AmqpMessage, options: { persistent: boolean; from: string }): AmqpPublishResult {
     const exchange = this.context.exchanges.get(message.exchange);
     if (!exchange) throw new BrokerError(404, `NOT_FOUND - no exchange '${message.exchange}' in vhost '/'`);
+    // Checked before routing: a bad expiration is a channel error, whatever the queues [RabbitMQ].
+    const expiring = hasExpiration(message.properties) && expirationMsOf(message.properties) !== undefined;
     const queues: QueueRuntime[] = [];
     for (const name of exchange.route(message.routingKey)) {
       const queue = this.context.queues.get(name);
@@ -147,12 +191,13 @@ export class AmqpCoreImpl implements AmqpCore {
     // x-overflow = reject-publish: a full queue refuses the message; the others still take it (as RabbitMQ).
     const accepting = queuesAccepting(queues, message.body.byteLength);
     const rejected = accepting.length < queues.length;
-    if (accepting.length === 0 && sessions.size === 0 && groups.length === 0) return { routed, durable: undefined, rejected };
-    const durable = publish(this.context, {
+    if (expiring) for (const queue of accepting) this.expiry.watch(queue);
+    const durable = accepting.length === 0 && sessions.size === 0 && groups.length === 0 ? undefined : publish(this.context, {
       topic: message.routingKey, exchange: message.exchange, payload: message.body, properties: message.properties,
       qos: options.persistent ? 1 : 0, persistent: options.persistent, from: options.from, sessions, queues: accepting,
       ...(groups.length > 0 ? { groups } : {}),
     });
+    if (rejected) this.deadLetterRefused(queues, accepting, message);
     return { routed, durable, rejected };
   }
 
@@ -162,6 +207,7 @@ export class AmqpCoreImpl implements AmqpCore {
     if (options.exclusive && queue.consumers.length > 0) throw new BrokerError(403, `ACCESS_REFUSED - queue '${queueName}' in vhost '/' in use, cannot consume exclusively`);
     queue.consumers.push(consumer);
     queue.hadConsumer = true;
+    this.leases.end(queue);
     if (options.exclusive) queue.exclusiveConsumer = consumer;
     this.dispatch(queueName);
   }
@@ -170,12 +216,15 @@ export class AmqpCoreImpl implements AmqpCore {
     const queue = this.context.queues.get(queueName);
     if (!queue?.removeConsumer(consumer)) return;
     if (queue.autoDelete && queue.consumers.length === 0 && queue.hadConsumer) this.removeQueue(queue);
+    else this.leases.renew(queue);
   }
 
   get(queueName: string, options: { noAck: boolean; owner: string }): { delivery: QueueDelivery | undefined; messageCount: number } {
     const queue = this.requireQueue(queueName, options.owner);
+    this.leases.renew(queue);
     // A message that cannot be read stays queued; the error closes the asking connection (541).
     const entry = this.takeReady(queue);
+    this.expiry.arm(queue);
     if (entry instanceof Error) throw entry;
     if (!entry) return { delivery: undefined, messageCount: 0 };
     if (entry.durable) this.context.committer.settleLater('deliver', { q: queue.name }, entry.seq);
@@ -195,6 +244,8 @@ export class AmqpCoreImpl implements AmqpCore {
     if (outcome === 'requeue') {
       queue.requeue(entry);
       this.dispatch(queue.name);
+    } else if (outcome === 'reject' && deadLetterExchangeOf(queue) !== undefined) {
+      deadLetter(this.context, queue, entry, 'rejected');
     } else {
       this.finish(queue, entry.seq, entry.durable);
     }
@@ -208,38 +259,90 @@ export class AmqpCoreImpl implements AmqpCore {
   dispatchQueue(queue: QueueRuntime): void {
     while (queue.readyCount > 0) {
       const consumer = queue.nextAcceptingConsumer();
-      if (!consumer) return;
+      if (!consumer) break;
       const entry = this.takeReady(queue);
       if (entry instanceof Error) return consumer.readFailed(entry);
-      if (!entry) return;
+      if (!entry) break;
       if (entry.durable) this.context.committer.settleLater('deliver', { q: queue.name }, entry.seq);
       if (consumer.noAck) this.finish(queue, entry.seq, entry.durable);
       else queue.unacked.set(entry.seq, entry);
       this.context.observer.messageOut('amqp');
       consumer.deliver(queue.deliveryOf(entry));
     }
+    // Left waiting: the head's deadline, if it has one, gets a timer.
+    if (queue.readyCount > 0 && this.expiry.mayExpire(queue)) this.expiry.arm(queue);
   }
 
   /**
-   * The head of the ready list with its message: a transient one's is held, a durable one's is read
-   * from the log (or the recent-message cache). When the read fails, the entry goes back and the
-   * error is returned for the caller to close the consumer's connection with.
+   * The head of the ready list with its message, not taken: a transient one's is held, a durable
+   * one's is read from the log (or the recent-message cache). A failed read is returned for the
+   * caller to close the consumer's connection with; the message stays queued.
    */
-  private takeReady(queue: QueueRuntime): QueueEntry | Error | undefined {
-    const ref = queue.ready.shift();
+  private readHead(queue: QueueRuntime): Head | Error | undefined {
+    const ref = queue.ready.first();
     if (!ref) return undefined;
-    const durable = isDurableEntry(ref);
-    const held = ref.held !== undefined;
-    let message = ref.held;
-    if (message === undefined) {
-      try {
-        message = amqpMessageOf(this.context.store.read(ref.lsn));
-      } catch (error) {
-        queue.ready.insert(ref.seq, ref.lsn, ref.size, ref.flags, undefined, ref.deliveries);
-        return error instanceof Error ? error : new Error(String(error));
-      }
+    if (ref.held !== undefined) return { ref, message: ref.held };
+    try {
+      return { ref, message: amqpMessageOf(this.context.store.read(ref.lsn)) };
+    } catch (error) {
+      return error instanceof Error ? error : new Error(String(error));
     }
-    return { seq: ref.seq, lsn: ref.lsn, size: ref.size, durable, redelivered: isRedeliveredEntry(ref), message, held };
+  }
+
+  /** The head, taken off the ready list; expired messages met on the way are expired first, never delivered. */
+  private takeReady(queue: QueueRuntime): QueueEntry | Error | undefined {
+    for (;;) {
+      const head = this.readHead(queue);
+      if (head === undefined || head instanceof Error) return head;
+      queue.ready.shift();
+      const entry = entryOf(head);
+      if (!this.expiry.isExpired(queue, head.message)) return entry;
+      this.expire(queue, entry);
+    }
+  }
+
+  /** A head's deadline has come (its timer): expire every due message at the head, then wait for the next one. */
+  private expireDue(queue: QueueRuntime): void {
+    if (this.context.queues.get(queue.name) !== queue) return;
+    for (;;) {
+      const head = this.readHead(queue);
+      if (head === undefined || head instanceof Error || !this.expiry.isExpired(queue, head.message)) break;
+      queue.ready.shift();
+      this.expire(queue, entryOf(head));
+    }
+    this.expiry.arm(queue);
+  }
+
+  private expire(queue: QueueRuntime, entry: QueueEntry): void {
+    if (deadLetterExchangeOf(queue) !== undefined) deadLetter(this.context, queue, entry, 'expired');
+    else if (entry.durable) this.context.committer.commitQuietly([record('drop', { q: queue.name, s: [entry.seq], why: 'expired' })]);
+  }
+
+  /** Ready messages a length limit pushed out of a queue with a dead-letter exchange (publish.ts): dead-lettered, reason maxlen. */
+  deadLetterOverflow(queue: QueueRuntime, entries: ReadonlyArray<EntryView<AmqpMessage>>): void {
+    for (const ref of entries) {
+      const durable = isDurableEntry(ref);
+      let message = ref.held;
+      if (message === undefined) {
+        try {
+          message = amqpMessageOf(this.context.store.read(ref.lsn));
+        } catch {
+          // Unreadable (a damaged segment): it cannot be copied, so it ends as a plain drop would.
+          this.context.observer.drop('queue', 1);
+          if (durable) this.context.committer.commitQuietly([endWithoutCopy(queue.name, ref.seq, 'maxlen')]);
+          continue;
+        }
+      }
+      deadLetter(this.context, queue, { seq: ref.seq, durable, message }, 'maxlen');
+    }
+  }
+
+  /** x-overflow = reject-publish-dlx: a full queue refuses the message and dead-letters it (it never entered the queue). */
+  private deadLetterRefused(queues: readonly QueueRuntime[], accepting: readonly QueueRuntime[], message: AmqpMessage): void {
+    for (const queue of queues) {
+      if (accepting.includes(queue) || queue.queueArguments?.['x-overflow'] !== 'reject-publish-dlx' || deadLetterExchangeOf(queue) === undefined) continue;
+      deadLetter(this.context, queue, { seq: 0, durable: false, message }, 'maxlen');
+    }
   }
 
   connectionClosed(owner: string): void {
@@ -254,6 +357,8 @@ export class AmqpCoreImpl implements AmqpCore {
 
   private removeQueue(queue: QueueRuntime): Durable {
     this.context.queues.delete(queue.name);
+    this.expiry.forget(queue);
+    this.leases.end(queue);
     for (const exchange of this.context.exchanges.values()) exchange.unbindQueue(queue.name);
     for (const consumer of [...queue.consumers]) consumer.cancelledByBroker();
     if (!queue.durable) return undefined;

@@ -152,5 +152,5 @@ export function amqpMessageOf(message: StoredMessage): AmqpMessage {
   const exchange = message.exchange ?? 'amq.topic';
   const routingKey = message.exchange === undefined ? swapSeparators(message.topic) : message.topic;
   const properties = message.properties ?? ((message.qos ?? 0) >= 1 ? persistentProperties : transientProperties);
-  return { exchange, routingKey, body: message.payload, properties };
+  return { exchange, routingKey, body: message.payload, properties, publishedAt: message.timestamp };
 }

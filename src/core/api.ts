@@ -144,6 +144,8 @@ export interface AmqpMessage {
   readonly body: Uint8Array;
   /** The content header's raw property bytes (flags + list), returned to consumers byte for byte. */
   readonly properties: Uint8Array;
+  /** When it entered the queue it is read from (its msg record's timestamp): message TTLs count from it. */
+  readonly publishedAt?: number;
 }
 
 export interface QueueDelivery {

@@ -31,6 +31,7 @@ import type { RecordLog } from './record-log.js';
 import { parseSharedFilter, SharedSubscriptions } from './shared-subscription.js';
 import { isSharedFilter } from '../projections/shared-groups.js';
 import { SubscriptionIndex } from './subscription-index.js';
+import { systemTimers, type Timers } from './timers.js';
 import type { BrokerRecord } from '../projections/records.js';
 
 /** What the broker needs from the log beyond appending: replay and snapshots. */
@@ -51,6 +52,8 @@ export interface BrokerOptions {
   readonly limits?: Partial<CoreLimits>;
   readonly ingestRoutes?: readonly IngestRoute[];
   readonly clock?: () => number;
+  /** Timers on the same clock (message TTL, x-expires); tests pass a manual clock's. */
+  readonly timers?: Timers;
   readonly logger?: Logger;
   /** Told about messages in and out and drops (metrics). */
   readonly observer?: BrokerObserver;
@@ -69,6 +72,7 @@ export interface RecoveryReport {
 export class Broker {
   readonly mqtt: MqttCore;
   readonly amqp: AmqpCore;
+  private readonly amqpCore: AmqpCoreImpl;
   readonly committer: Committer;
   readonly sessions = new Map<string, SessionRuntime>();
   readonly subscriptions = new SubscriptionIndex<SessionRuntime>();
@@ -106,14 +110,18 @@ export class Broker {
     this.shared = shared;
     const amqp: AmqpCoreImpl = new AmqpCoreImpl({
       committer: this.committer, limits: this.limits, delivery, observer, store, state, shared, exchanges: this.exchanges, queues: this.queues,
+      timers: options.timers ?? systemTimers,
       dispatch: (queue) => amqp.dispatchQueue(queue),
+      overflowed: (queue, entries) => amqp.deadLetterOverflow(queue, entries),
       bridgeSessions: (topic) => this.subscriptions.match(topic),
     });
     this.amqp = amqp;
+    this.amqpCore = amqp;
     this.mqtt = new MqttCoreImpl({
       committer: this.committer, limits: this.limits, delivery, observer, store, state, shared, sessions: this.sessions, subscriptions: this.subscriptions,
       ingestRoutes: this.ingestRoutes, clock, systemRetained: this.systemRetained,
       dispatch: (queue) => amqp.dispatchQueue(queue),
+      overflowed: (queue, entries) => amqp.deadLetterOverflow(queue, entries),
       bridgeQueues: (routingKey) => this.bridgeQueues(routingKey),
       nextDocumentId: (collection) => this.nextDocumentId(collection),
     });
@@ -132,6 +140,7 @@ export class Broker {
     compactPayloads(state);
     const broker = new Broker(options.log, state, options, logger);
     broker.rebuildRuntime();
+    broker.amqpCore.recovered();
     broker.recovery = broker.report(snapshot?.lsn ?? 0, recordsReplayed, performance.now() - started);
     return broker;
   }

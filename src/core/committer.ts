@@ -60,6 +60,11 @@ export class Committer {
     private readonly logger: Logger,
   ) {}
 
+  /** The broker's clock: what records are stamped with (message TTLs count from it). */
+  now(): number {
+    return this.clock();
+  }
+
   get failed(): Error | undefined {
     return this.log.failed;
   }

@@ -15,9 +15,9 @@
  * yet (as in RabbitMQ). The log's total order still guarantees that a
  * consumer's ack can never become durable before the message it acks.
  */
-import type { DocBody, MsgBody, RetainBody, Rx2Body } from '../projections/records.js';
+import type { DeathReason, DocBody, MsgBody, RetainBody, Rx2Body } from '../projections/records.js';
 import type { StoredMessage } from '../projections/state.js';
-import { EntryFlag } from '../projections/entry-queue.js';
+import { EntryFlag, type EntryView } from '../projections/entry-queue.js';
 import type { AmqpMessage, Durable, Qos } from './api.js';
 import { amqpMessageOf, type QueueRuntime } from './amqp-queue.js';
 import { record, type Committer, type PendingRecord } from './committer.js';
@@ -45,6 +45,11 @@ export interface Publication {
   readonly retain?: RetainBody;
   readonly rx2?: Rx2Body;
   readonly docs?: readonly DocBody[];
+  /**
+   * A dead-lettered copy (dead-letter.ts): the msg record names the durable entry it replaces, or,
+   * when no durable queue takes the copy, `otherwise` ends that entry.
+   */
+  readonly deadLettered?: { readonly entry: readonly [queue: string, seq: number, why: DeathReason]; readonly otherwise: PendingRecord };
 }
 
 export interface PublishContext {
@@ -55,6 +60,8 @@ export interface PublishContext {
   readonly store: MessageStore;
   readonly shared: SharedSubscriptions;
   dispatch(queue: QueueRuntime): void;
+  /** Ready messages a length limit pushed out of a queue that has a dead-letter exchange: dead-letter them (reason maxlen). */
+  overflowed?(queue: QueueRuntime, entries: ReadonlyArray<EntryView<AmqpMessage>>): void;
 }
 
 const noGroups: readonly SharedGroup[] = [];
@@ -64,7 +71,7 @@ export function publish(context: PublishContext, routed: Publication): Durable {
   const publication = withoutUnreadableSessions(routed);
   const records: PendingRecord[] = [];
   const durableSessions = planSessions(context, publication, records);
-  const { rows: durableQueues, taking } = planQueues(context, publication, records);
+  const { rows: durableQueues, taking, overflowed } = planQueues(context, publication, records);
   const groups = publication.groups ?? noGroups;
   const durableGroups = groups.length > 0 ? context.shared.plan(groups, publication.qos, publication.payload.byteLength, records) : noGroupRows;
   let lsn = 0;
@@ -79,19 +86,23 @@ export function publish(context: PublishContext, routed: Publication): Durable {
     if (durableSessions.length > 0) body.s = durableSessions;
     if (durableQueues.length > 0) body.u = durableQueues.map(([queue, seq]) => [queue.name, seq] as const);
     if (durableGroups.length > 0) body.g = durableGroups;
+    if (publication.deadLettered !== undefined) body.d = publication.deadLettered.entry;
     // Queues keep this LSN as their reference to the message: known now, before a deferred append.
     lsn = context.committer.nextLsn + records.length;
     records.push(record('msg', body));
+  } else if (publication.deadLettered !== undefined) {
+    records.push(publication.deadLettered.otherwise);
   }
   if (publication.retain) records.push(record('retain', publication.retain));
   if (publication.rx2) records.push(record('rx2', publication.rx2));
   for (const doc of publication.docs ?? []) records.push(record('doc', doc));
-  const message = storedMessage(publication, lsn);
+  const message = storedMessage(publication, lsn, context.committer.now());
   if (lsn !== 0) context.store.remember(message);
   const durable = records.length === 0 ? undefined : deferred ? context.committer.commitDeferred(records) : context.committer.commit(records);
   deliverToSessions(context, publication, message);
   deliverToQueues(context, taking, message, durableQueues);
   if (groups.length > 0) context.shared.deliver(groups, message, publication.qos, durableGroups);
+  if (overflowed !== undefined) for (const [queue, entries] of overflowed) context.overflowed?.(queue, entries);
   return durable;
 }
 
@@ -161,6 +172,7 @@ function planQueues(context: PublishContext, publication: Publication, records: 
   const { queueReadyMessagesMax, queueReadyBytesMax } = context.limits;
   const size = publication.payload.byteLength;
   let taking: QueueRuntime[] | undefined;
+  let overflowed: Map<QueueRuntime, Array<EntryView<AmqpMessage>>> | undefined;
   // Indexed, not entries() with destructuring: this runs for every publish.
   for (let index = 0; index < publication.queues.length; index++) {
     const queue = publication.queues[index]!;
@@ -169,8 +181,17 @@ function planQueues(context: PublishContext, publication: Publication, records: 
     const bytesMax = Math.min(queueReadyBytesMax, readyBytesMax);
     const fits = readyMessagesMax >= 1 && size <= readyBytesMax;
     const dropped: number[] = [];
+    // With a dead-letter exchange the oldest are dead-lettered after this publish (their ends are the copies' records).
+    const deadLettering = context.overflowed !== undefined && queue.queueArguments?.['x-dead-letter-exchange'] !== undefined;
     while (queue.readyCount > 0 && (!fits || queue.readyCount >= messagesMax || queue.readyBytes + size > bytesMax)) {
       const oldest = queue.ready.shift()!;
+      if (deadLettering) {
+        overflowed ??= new Map();
+        const entries = overflowed.get(queue) ?? [];
+        entries.push(oldest);
+        overflowed.set(queue, entries);
+        continue;
+      }
       queue.dropped++;
       context.observer.drop('queue', 1);
       if ((oldest.flags & EntryFlag.durable) !== 0) dropped.push(oldest.seq);
@@ -185,18 +206,20 @@ function planQueues(context: PublishContext, publication: Publication, records: 
     taking?.push(queue);
     if (queue.durable && publication.persistent) rows.push([queue, queue.takeSeq()]);
   }
-  return { rows, taking: taking ?? publication.queues };
+  return { rows, taking: taking ?? publication.queues, overflowed };
 }
 
 interface PlannedQueues {
+  /** Entries pushed out of queues that dead-letter them. */
+  readonly overflowed: ReadonlyMap<QueueRuntime, ReadonlyArray<EntryView<AmqpMessage>>> | undefined;
   /** Durable queues with the seq each gives the message. */
   readonly rows: Array<readonly [QueueRuntime, number]>;
   /** The queues the message goes into. */
   readonly taking: readonly QueueRuntime[];
 }
 
-function storedMessage(publication: Publication, lsn: number): StoredMessage {
-  const message: { -readonly [K in keyof StoredMessage]: StoredMessage[K] } = { lsn, timestamp: 0, topic: publication.topic, payload: publication.payload, from: publication.from };
+function storedMessage(publication: Publication, lsn: number, timestamp: number): StoredMessage {
+  const message: { -readonly [K in keyof StoredMessage]: StoredMessage[K] } = { lsn, timestamp, topic: publication.topic, payload: publication.payload, from: publication.from };
   if (publication.exchange !== undefined) message.exchange = publication.exchange;
   if (publication.properties !== undefined) message.properties = publication.properties;
   if (publication.exchange === undefined) message.qos = publication.qos;

@@ -2,48 +2,56 @@
  * A queue's x-arguments at declare time, checked as RabbitMQ checks them, and
  * the length limits they set.
  *
- * Implemented: x-max-length and x-max-length-bytes (non-negative integers of
- * any integer field type: the AMQP handler hands integers over as numbers)
- * and x-overflow = drop-head | reject-publish. Any other argument, including
- * x-overflow = reject-publish-dlx, is refused with 540 naming it, never
- * silently ignored. A bad value is 406 PRECONDITION_FAILED naming the
- * argument; so is a redeclare whose arguments differ from the queue's.
+ * Implemented: x-max-length, x-max-length-bytes and x-message-ttl
+ * (non-negative integers of any integer field type: the AMQP handler hands
+ * integers over as numbers), x-expires (a positive integer), x-overflow =
+ * drop-head | reject-publish | reject-publish-dlx, x-dead-letter-exchange and
+ * x-dead-letter-routing-key (strings; a routing key needs an exchange). Any
+ * other argument is refused with 540 naming it, never silently ignored. A bad
+ * value is 406 PRECONDITION_FAILED naming the argument; so is a redeclare
+ * whose arguments differ from the queue's.
  */
 import type { QueueArguments } from '../projections/records.js';
 import { BrokerError } from './api.js';
 
-const integerArguments = ['x-max-length', 'x-max-length-bytes'] as const;
-const overflowBehaviours = ['drop-head', 'reject-publish'] as const;
-const argumentNames: readonly string[] = [...integerArguments, 'x-overflow'];
+const integerArguments = ['x-max-length', 'x-max-length-bytes', 'x-message-ttl', 'x-expires'] as const;
+const stringArguments = ['x-dead-letter-exchange', 'x-dead-letter-routing-key'] as const;
+const overflowBehaviours = ['drop-head', 'reject-publish', 'reject-publish-dlx'] as const;
+const argumentNames: readonly string[] = [...integerArguments, 'x-overflow', ...stringArguments];
+const supportedText = 'x-max-length, x-max-length-bytes, x-overflow, x-message-ttl, x-expires, x-dead-letter-exchange, x-dead-letter-routing-key';
 
 /** What the arguments limit, in the units the runtime counts (ready messages, ready body bytes). */
 export interface QueueLimits {
   readonly readyMessagesMax: number;
   readonly readyBytesMax: number;
-  /** x-overflow = reject-publish: a full queue refuses the new message instead of dropping its oldest. */
+  /** x-overflow = reject-publish or reject-publish-dlx: a full queue refuses the new message instead of dropping its oldest. */
   readonly rejectPublish: boolean;
 }
 
 export const unlimited: QueueLimits = { readyMessagesMax: Infinity, readyBytesMax: Infinity, rejectPublish: false };
 
+type MutableArguments = { -readonly [K in keyof QueueArguments]: QueueArguments[K] };
+
 /** The validated arguments of a queue.declare, or undefined when there are none. Throws BrokerError 540 / 406. */
 export function queueArgumentsOf(declared: Record<string, unknown>, queue: string): QueueArguments | undefined {
   const names = Object.keys(declared);
   const unsupported = names.filter((name) => !argumentNames.includes(name));
-  if (declared['x-overflow'] === 'reject-publish-dlx') unsupported.push('x-overflow');
   if (unsupported.length > 0) {
-    throw new BrokerError(540, `NOT_IMPLEMENTED - queue '${queue}': argument(s) ${unsupported.map((n) => `'${n}'`).join(', ')} not supported by Cairn (supported: x-max-length, x-max-length-bytes, x-overflow = drop-head | reject-publish; no TTL, dead-lettering or queue types yet)`);
+    throw new BrokerError(540, `NOT_IMPLEMENTED - queue '${queue}': argument(s) ${unsupported.map((n) => `'${n}'`).join(', ')} not supported by Cairn (supported: ${supportedText})`);
   }
   if (names.length === 0) return undefined;
-  const args: { -readonly [K in keyof QueueArguments]: QueueArguments[K] } = {};
+  const args: MutableArguments = {};
   for (const name of integerArguments) {
     const value = declared[name];
     if (value === undefined) continue;
     if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
       throw invalid(name, queue, `${describe(value)}: a non-negative integer is required`);
     }
+    // RabbitMQ: a queue that expires the moment it is unused makes no sense.
+    if (name === 'x-expires' && value === 0) throw invalid(name, queue, `'0': a positive integer is required`);
     args[name] = value;
   }
+  readDeadLettering(declared, queue, args);
   const overflow = declared['x-overflow'];
   if (overflow !== undefined) {
     if (!(overflowBehaviours as readonly unknown[]).includes(overflow)) {
@@ -52,6 +60,18 @@ export function queueArgumentsOf(declared: Record<string, unknown>, queue: strin
     args['x-overflow'] = overflow as (typeof overflowBehaviours)[number];
   }
   return args;
+}
+
+function readDeadLettering(declared: Record<string, unknown>, queue: string, args: MutableArguments): void {
+  for (const name of stringArguments) {
+    const value = declared[name];
+    if (value === undefined) continue;
+    if (typeof value !== 'string') throw invalid(name, queue, `${describe(value)}: a string is required`);
+    args[name] = value;
+  }
+  if (args['x-dead-letter-routing-key'] !== undefined && args['x-dead-letter-exchange'] === undefined) {
+    throw invalid('x-dead-letter-routing-key', queue, 'a dead-letter routing key needs x-dead-letter-exchange');
+  }
 }
 
 /** A redeclare must ask for the same arguments as the queue has [RabbitMQ: inequivalent arg]. */
@@ -70,7 +90,7 @@ export function limitsOf(args: QueueArguments | undefined): QueueLimits {
   return {
     readyMessagesMax: args['x-max-length'] ?? Infinity,
     readyBytesMax: args['x-max-length-bytes'] ?? Infinity,
-    rejectPublish: args['x-overflow'] === 'reject-publish',
+    rejectPublish: args['x-overflow'] === 'reject-publish' || args['x-overflow'] === 'reject-publish-dlx',
   };
 }
 

@@ -104,7 +104,8 @@ export function relocationRecords(state: BrokerState, releasable: Releasable, re
     if (old.kind !== RecordKind.msg) throw new Error(`LSN ${lsn} is referenced as a queued message but holds a record of kind ${old.kind}`);
     const body = old.body as MsgBody;
     copiedBytes += body.p.byteLength;
-    const moved: { -readonly [K in keyof MsgBody]: MsgBody[K] } = { ...body, movedFrom: lsn };
+    // `at`: message TTLs count from the first record of the message, not from its move.
+    const moved: { -readonly [K in keyof MsgBody]: MsgBody[K] } = { ...body, movedFrom: lsn, at: body.at ?? old.timestamp };
     if (reference.sessions.length > 0) moved.s = withQos(reference.sessions, body.s);
     else delete moved.s;
     if (reference.queues.length > 0) moved.u = reference.queues;

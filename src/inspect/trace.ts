@@ -6,10 +6,13 @@
  *
  * One pass over the log in LSN order: a message's destinations are
  * (session, seq) and (queue, seq) pairs; later records that name a pair are
- * its steps — deliver, ack (or PUBREC for QoS 2), drop (bound or purge) — and
+ * its steps — deliver, ack (or PUBREC for QoS 2), drop (bound, purge, expired) — and
  * a session end or queue delete discards every pair of that destination still
  * open; a msg record that moves the message (its `movedFrom`) is a step too. A pair
- * still open at the end of the log is pending.
+ * still open at the end of the log is pending. A msg record that
+ * dead-letters an open pair (its `d`) ends that pair, and the copy's
+ * destinations join the same trace: published → delivered → dead-lettered to
+ * X → consumed reads as one story.
  */
 import { topicMatchesFilter, validateTopicFilter } from '../core/topic-filter.js';
 import { kindName, type BodyOf, type MsgBody } from '../projections/records.js';
@@ -24,7 +27,7 @@ const traceMessagesMaxDefault = 20;
 /** What a trace reads of a record: the offline reader's LogRecord and the live log's records both have it. */
 export interface TracedRecord { readonly lsn: number; readonly timestamp: number; readonly kind: number; readonly body: unknown }
 interface Step { readonly lsn: number; readonly timestamp: number; readonly what: string }
-interface DestinationTrace { readonly destination: string; readonly seq: number; readonly steps: Step[]; status: 'pending' | 'acked' | 'dropped' | 'discarded' }
+interface DestinationTrace { readonly destination: string; readonly seq: number; readonly steps: Step[]; status: 'pending' | 'acked' | 'dropped' | 'discarded' | 'dead-lettered' }
 export interface MessageTrace { readonly record: TracedRecord; readonly body: MsgBody; readonly destinations: DestinationTrace[] }
 
 export type TraceSelector = Selector;
@@ -142,6 +145,8 @@ export class MessageTracer {
   // Open pairs: "destination#seq" → trace, and destination → its open pairs (for session end / queue delete).
   private readonly open = new Map<string, DestinationTrace>();
   private readonly byDestination = new Map<string, Set<string>>();
+  /** The trace each open pair belongs to (a dead-lettered copy joins its original's). */
+  private readonly traceOf = new Map<string, MessageTrace>();
 
   constructor(private readonly selector: Selector, private readonly limit: number) {
     this.start = selector.by === 'lsn' ? { lsn: selector.lsn } : selector.by === 'topic' && selector.since !== undefined ? { time: selector.since } : {};
@@ -158,16 +163,16 @@ export class MessageTracer {
       for (const [destination, seq] of destinationsOf(record.body as MsgBody)) open.get(`${destination}#${seq}`)?.steps.push(step(`moved to LSN ${record.lsn} (copied out of an old segment so that retention could remove it)`));
     } else if (kind === 'msg') {
       const body = record.body as MsgBody;
-      if (traces.length < limit && isCandidate(selector, record, body)) {
-        const destinations = destinationsOf(body).map(([destination, seq]): DestinationTrace => ({ destination, seq, steps: [], status: 'pending' }));
-        traces.push({ record, body, destinations });
-        for (const d of destinations) {
-          const key = `${d.destination}#${d.seq}`;
-          open.set(key, d);
-          const set = byDestination.get(d.destination) ?? new Set<string>();
-          set.add(key);
-          byDestination.set(d.destination, set);
-        }
+      const originKey = body.d === undefined || body.movedFrom !== undefined ? undefined : `queue ${body.d[0]}#${body.d[1]}`;
+      const origin = originKey === undefined ? undefined : open.get(originKey);
+      if (origin !== undefined) {
+        const trace = this.traceOf.get(originKey!)!;
+        this.close(originKey!, origin, 'dead-lettered', step(`dead-lettered (${body.d![2]}) to exchange '${body.x ?? ''}' routing key '${body.t}': message LSN ${record.lsn}`));
+        this.follow(trace, destinationsOf(body).map(([destination, seq]): DestinationTrace => ({ destination, seq, steps: [step(`queued (dead-lettered copy, message LSN ${record.lsn})`)], status: 'pending' })));
+      } else if (traces.length < limit && isCandidate(selector, record, body)) {
+        const trace: MessageTrace = { record, body, destinations: [] };
+        traces.push(trace);
+        this.follow(trace, destinationsOf(body).map(([destination, seq]): DestinationTrace => ({ destination, seq, steps: [], status: 'pending' })));
       }
     } else if (open.size > 0) {
       noteStep(record, kind, open, byDestination, this.close, step);
@@ -179,10 +184,23 @@ export class MessageTracer {
     return destinationsOf(body).some(([destination, seq]) => this.open.has(`${destination}#${seq}`));
   }
 
+  private follow(trace: MessageTrace, destinations: readonly DestinationTrace[]): void {
+    for (const d of destinations) {
+      trace.destinations.push(d);
+      const key = `${d.destination}#${d.seq}`;
+      this.open.set(key, d);
+      this.traceOf.set(key, trace);
+      const set = this.byDestination.get(d.destination) ?? new Set<string>();
+      set.add(key);
+      this.byDestination.set(d.destination, set);
+    }
+  }
+
   private readonly close = (key: string, trace: DestinationTrace, status: DestinationTrace['status'], step: Step): void => {
     trace.steps.push(step);
     trace.status = status;
     this.open.delete(key);
+    this.traceOf.delete(key);
     this.byDestination.get(trace.destination)?.delete(key);
   };
 }
@@ -261,4 +279,5 @@ const dropReasons: Readonly<Record<BodyOf['drop']['why'], string>> = {
   bound: 'queue bound reached, oldest dropped',
   purge: 'queue purged',
   acl: 'the ACL no longer lets the subscriber read its topic',
+  expired: 'its TTL ran out',
 };

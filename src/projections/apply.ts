@@ -62,7 +62,8 @@ function withSession<B extends { c: string }>(
 }
 
 export function storedMessageOf(body: MsgBody, lsn: number, timestamp: number): StoredMessage {
-  const message: { -readonly [K in keyof StoredMessage]: StoredMessage[K] } = { lsn, timestamp, topic: body.t, payload: body.p };
+  // A moved copy (segment-release.ts) carries the time of the message's first record.
+  const message: { -readonly [K in keyof StoredMessage]: StoredMessage[K] } = { lsn, timestamp: body.at ?? timestamp, topic: body.t, payload: body.p };
   if (body.x !== undefined) message.exchange = body.x;
   if (body.h !== undefined) message.properties = body.h;
   if (body.qos !== undefined) message.qos = body.qos;

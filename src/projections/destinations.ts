@@ -28,6 +28,9 @@ export function applyMsgToDestinations(state: BrokerState, body: MsgBody, lsn: n
     }
   }
   if (body.g !== undefined) enqueueRows(state.groups, body.g, lsn, size);
+  // A dead-lettered message leaves its queue in the very record that republishes it.
+  const dead = body.d;
+  if (dead !== undefined) state.queues.get(dead[0])?.pending.delete(dead[1]);
 }
 
 /** Rows of [destination name, seq, qos] (sessions, groups). */
@@ -58,7 +61,7 @@ export function removeFinished(destination: DestinationState, body: AckBody | Dr
   const seqs = body.s;
   for (let i = 0; i < seqs.length; i++) if (destination.pending.delete(seqs[i]!)) removed++;
   // Count only what this record really removed: an ack may have finished a message just before its drop.
-  if ('why' in body && body.why !== 'purge') destination.dropped += removed;
+  if ('why' in body && (body.why === 'bound' || body.why === 'acl')) destination.dropped += removed;
 }
 
 export function markDelivered(destination: DestinationState, body: DeliverBody): void {

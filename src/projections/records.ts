@@ -95,11 +95,24 @@ export interface MsgBody {
    * entries now point here; nothing is enqueued.
    */
   readonly movedFrom?: number;
+  /** On a moved copy: the timestamp of the first record of this message (message TTLs count from it, not from the move). */
+  readonly at?: number;
+  /**
+   * Dead-lettered: this message is the republication of (queue, seq) to the queue's dead-letter
+   * exchange, for `why`. Applying the record also removes that entry from its queue, so the death
+   * and the new copy are one record: after a crash there is either both or neither (dead-letter.ts).
+   * Present only when the dying entry was itself in the log (a persistent message in a durable queue).
+   */
+  readonly d?: readonly [queue: string, seq: number, why: DeathReason];
 }
+
+/** Why a message died, in RabbitMQ's x-death words. */
+export type DeathReason = 'rejected' | 'expired' | 'maxlen' | 'delivery_limit';
 
 /** `c`, `q` or `g` names the destination; `s` lists its finished seqs. */
 export type AckBody = DestinationRef & { readonly s: readonly number[] };
-export type DropBody = DestinationRef & { readonly s: readonly number[]; readonly why: 'bound' | 'purge' | 'acl' };
+/** `expired`: a message whose TTL ran out at the head of its queue, with no dead-letter exchange to go to (message-expiry.ts). */
+export type DropBody = DestinationRef & { readonly s: readonly number[]; readonly why: 'bound' | 'purge' | 'acl' | 'expired' };
 export type DeliverBody = DestinationRef & { readonly s: readonly number[] };
 
 export interface RetainBody { readonly t: string; readonly p: Uint8Array; readonly qos: 0 | 1 | 2 }
@@ -120,7 +133,7 @@ export interface ExchangeBody {
 }
 /**
  * The x-arguments a queue was declared with, validated, under their AMQP names (what RabbitMQ's
- * management API shows). Only the length limits are implemented; anything else is refused at declare.
+ * management API shows); anything not listed here is refused at declare (queue-arguments.ts).
  */
 export interface QueueArguments {
   /** Ready messages at most (RabbitMQ: unacknowledged ones do not count). */
@@ -128,7 +141,15 @@ export interface QueueArguments {
   /** Ready message body bytes at most. */
   readonly 'x-max-length-bytes'?: number;
   /** What a full queue does with a new message: drop its oldest (default) or refuse the new one (the publisher gets basic.nack). */
-  readonly 'x-overflow'?: 'drop-head' | 'reject-publish';
+  readonly 'x-overflow'?: 'drop-head' | 'reject-publish' | 'reject-publish-dlx';
+  /** Milliseconds a message may wait in the queue before it expires (at the head). */
+  readonly 'x-message-ttl'?: number;
+  /** Milliseconds the queue may stay unused (no consumer, no basic.get, no redeclare) before it is deleted. */
+  readonly 'x-expires'?: number;
+  /** Where rejected, expired and overflowing messages are republished ('' is the default exchange). */
+  readonly 'x-dead-letter-exchange'?: string;
+  /** The routing key they are republished with (else their own routing key). */
+  readonly 'x-dead-letter-routing-key'?: string;
 }
 
 /** `a`: the queue's arguments (absent in records written before arguments existed, and when there are none). */

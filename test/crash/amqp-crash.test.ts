@@ -14,10 +14,11 @@
  * Snapshots are taken every few hundred records, so restarts recover from a
  * snapshot plus the tail (the test checks that some restart did).
  */
-import amqp, { type Channel, type ChannelModel, type ConfirmChannel } from 'amqplib';
+import type { Channel, ChannelModel } from 'amqplib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { logPosition } from '../support/broker-log-position.js';
 import { startBroker, tempDataDir, type BrokerProcess } from '../support/broker-process.js';
+import { closeQuietly, closeTimeoutMs, connectQuietly, sleep, startPublisher, type Worker } from '../support/crash-amqp-clients.js';
 import { announceSeed, seededRandom } from '../support/kit.js';
 
 const queue = 'crash.load';
@@ -31,7 +32,6 @@ const loadBeforeKillMsSpread = 900;
 // Group commit fsyncs far sooner than this; the margin covers the ack's trip through the socket and the broker.
 // Under heavy load (a loaded 2-core machine: the event loop and the lazy ack fsync both wait for a CPU) an ack took longer than 300 ms to become durable.
 const ackDurableAfterMs = 800;
-const closeTimeoutMs = 500;
 /** Small enough that restarts load a snapshot and replay the tail after it. */
 const snapshotEveryRecords = 500;
 
@@ -40,8 +40,6 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
 async function broker(dir: string): Promise<BrokerProcess> {
   const running = await startBroker(dir, ['--mqtt-port', 'off', '--snapshot-every', String(snapshotEveryRecords)]);
   cleanups.push(() => running.kill());
@@ -49,18 +47,8 @@ async function broker(dir: string): Promise<BrokerProcess> {
 }
 
 
-/** Closing a connection to a dead broker can hang or reject: bound it and swallow the outcome. */
-async function closeQuietly(model: ChannelModel): Promise<void> {
-  await Promise.race([model.close().catch(() => undefined), sleep(closeTimeoutMs)]);
-}
-
 async function connect(port: number): Promise<ChannelModel> {
-  // TCP_NODELAY: with Nagle on, the drain's basic.get after an ack waits ~40 ms for the ack's TCP ACK.
-  const model = await amqp.connect(`amqp://127.0.0.1:${port}`, { noDelay: true });
-  // After a SIGKILL the socket resets: the 'error' event must not become an uncaught exception.
-  model.on('error', () => undefined);
-  cleanups.push(() => closeQuietly(model));
-  return model;
+  return connectQuietly(port, cleanups);
 }
 
 /** What the test has seen, across all rounds: the ground truth the invariants are checked against. */
@@ -73,35 +61,6 @@ interface Ledger {
   readonly ackedAt: Map<string, number>;
   /** Bodies acked at least `ackDurableAfterMs` before a kill, with the time of their first such ack. */
   readonly durablyAcked: Map<string, number>;
-}
-
-interface Worker { stop(): void; readonly done: Promise<void> }
-
-/** Publishes unique persistent bodies until stopped, keeping at most `confirmWindowMessagesMax` unconfirmed. */
-function startPublisher(channel: ConfirmChannel, tag: string, ledger: Ledger): Worker {
-  let stopped = false;
-  let inFlight = 0;
-  let wake: (() => void) | undefined;
-  const done = (async () => {
-    for (let i = 0; !stopped; i++) {
-      const body = `${tag}-m${i}`;
-      ledger.sent.add(body);
-      inFlight++;
-      try {
-        channel.sendToQueue(queue, Buffer.from(body), { persistent: true }, (error: unknown) => {
-          inFlight--;
-          if (error === null || error === undefined) ledger.confirmed.add(body);
-          wake?.();
-        });
-      } catch {
-        return; // the channel is closed: the broker is gone
-      }
-      while (inFlight >= confirmWindowMessagesMax && !stopped) {
-        await new Promise<void>((resolve) => { wake = resolve; setTimeout(resolve, 50); });
-      }
-    }
-  })();
-  return { stop: () => { stopped = true; wake?.(); }, done };
 }
 
 function recordDelivery(ledger: Ledger, message: { readonly content: Buffer }): string {
@@ -136,7 +95,7 @@ async function loadRound(running: BrokerProcess, round: number, random: () => nu
     const channel = await model.createConfirmChannel();
     channel.on('error', () => undefined);
     await channel.assertQueue(queue, { durable: true });
-    publishers.push(startPublisher(channel, `r${round}-p${p}`, ledger));
+    publishers.push(startPublisher(channel, queue, `r${round}-p${p}`, confirmWindowMessagesMax, ledger));
   }
   for (let c = 0; c < consumersPerRound; c++) {
     const model = await connect(running.amqpPort);

@@ -122,6 +122,6 @@ describe('rabbitmqadmin against Cairn', () => {
 
   it('reports RabbitMQ-style errors: 404 for a missing queue, 400 with the reason for an unsupported argument', async () => {
     await expect(rabbitmqadmin(port, 'delete', 'queue', 'name=nope')).rejects.toThrow(/Not found: \/api\/queues\/%2F\/nope/);
-    await expect(rabbitmqadmin(port, 'declare', 'queue', 'name=z', 'arguments={"x-message-ttl":5}')).rejects.toThrow(/argument\(s\) 'x-message-ttl' not supported by Cairn/);
+    await expect(rabbitmqadmin(port, 'declare', 'queue', 'name=z', 'arguments={"x-queue-mode":"lazy"}')).rejects.toThrow(/argument\(s\) 'x-queue-mode' not supported by Cairn/);
   });
 });

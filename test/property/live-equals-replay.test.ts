@@ -11,11 +11,13 @@
 import { decode, encode } from '@msgpack/msgpack';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { isDurableEntry } from '../../src/core/amqp-queue.js';
 import { Broker, type BrokerLog } from '../../src/core/broker.js';
 import type { CoreAppendRecord } from '../../src/core/record-log.js';
 import type { BrokerRecord } from '../../src/projections/records.js';
 import { encodeState } from '../../src/projections/snapshot-codec.js';
-import { brokerCommand, BrokerHarness, ingestRoutes } from '../support/broker-harness.js';
+import { announceSeed } from '../support/kit.js';
+import { brokerCommand, BrokerHarness, ingestRoutes, queueLifeCommand, type BrokerCommand } from '../support/broker-harness.js';
 
 class EncodingMemoryLog implements BrokerLog {
   readonly encoded: Array<{ lsn: number; kind: number; timestamp: number; body: Uint8Array }> = [];
@@ -42,35 +44,53 @@ class EncodingMemoryLog implements BrokerLog {
   writeSnapshot(lsn: number, data: Uint8Array): Promise<void> { this.snapshotSaved = { lsn, data }; return Promise.resolve(); }
 }
 
+/** Runs `commands`, comparing live and replayed state after each, then restarts over the log. */
+async function checkLiveEqualsReplay(commands: readonly BrokerCommand[]): Promise<void> {
+  const harness = new BrokerHarness(new EncodingMemoryLog());
+  for (const c of commands) {
+    await harness.run(c);
+    const live = encodeState(harness.broker.state);
+    expect(harness.replayed()).toEqual(live);
+    const fromSnapshot = harness.fromSnapshotPlusTail();
+    if (fromSnapshot) expect(fromSnapshot).toEqual(live);
+  }
+  // The live runtime holds exactly the projection's durable entries: what left the runtime (acked,
+  // dropped, expired, dead-lettered) left the log's state too.
+  for (const queue of harness.broker.state.queues.values()) {
+    const runtime = harness.broker.queues.get(queue.name)!;
+    const held = [...runtime.ready.entries()].filter(isDurableEntry).map((entry) => entry.seq);
+    for (const entry of runtime.unacked.values()) if (entry.durable) held.push(entry.seq);
+    expect(held.sort((a, b) => a - b), `queue ${queue.name}: runtime against projection`).toEqual([...queue.pending.keys()]);
+  }
+  // A restart over the same log (at the same time) gives the same state again.
+  const restarted = Broker.open({ log: harness.log, ingestRoutes, clock: harness.clock.now, timers: harness.clock });
+  expect(encodeState(restarted.state)).toEqual(encodeState(harness.broker.state));
+  // ...and its runtime holds every recovered message ready, in seq order: each is delivered,
+  // or, past its TTL when it reaches the head, expired — and then no longer in the projection.
+  for (const queue of restarted.state.queues.values()) {
+    const runtime = restarted.queues.get(queue.name)!;
+    const recovered = [...queue.pending.keys()];
+    const seqs: number[] = [];
+    for (let d = restarted.amqp.get(queue.name, { noAck: false, owner: 'o' }).delivery; d; d = restarted.amqp.get(queue.name, { noAck: false, owner: 'o' }).delivery) seqs.push(d.seq);
+    const expired = recovered.filter((seq) => !seqs.includes(seq));
+    expect(seqs).toEqual(recovered.filter((seq) => !expired.includes(seq)));
+    expect(runtime.unacked.size).toBe(seqs.length);
+    await restarted.flush();
+    for (const seq of expired) expect(queue.pending.has(seq), `expired seq ${seq} of ${queue.name} left the projection`).toBe(false);
+  }
+  // ...and each persistent shared-subscription group's messages are ready in its runtime, in seq order.
+  for (const group of restarted.state.groups.values()) {
+    expect([...restarted.shared.groups.get(group.name)!.ready.keys()]).toEqual([...group.pending.keys()]);
+  }
+}
+
 describe('live state equals replayed state', () => {
   it('after every command, and from a snapshot plus the tail', async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.array(brokerCommand, { minLength: 5, maxLength: 80, size: 'large' }), async (commands) => {
-        const harness = new BrokerHarness(new EncodingMemoryLog());
-        for (const c of commands) {
-          await harness.run(c);
-          const live = encodeState(harness.broker.state);
-          expect(harness.replayed()).toEqual(live);
-          const fromSnapshot = harness.fromSnapshotPlusTail();
-          if (fromSnapshot) expect(fromSnapshot).toEqual(live);
-        }
-        // A restart over the same log gives the same state again.
-        const restarted = Broker.open({ log: harness.log, ingestRoutes });
-        expect(encodeState(restarted.state)).toEqual(encodeState(harness.broker.state));
-        // ...and its runtime holds every recovered message ready, in seq order.
-        for (const queue of restarted.state.queues.values()) {
-          const runtime = restarted.queues.get(queue.name)!;
-          const seqs: number[] = [];
-          for (let d = restarted.amqp.get(queue.name, { noAck: false, owner: 'o' }).delivery; d; d = restarted.amqp.get(queue.name, { noAck: false, owner: 'o' }).delivery) seqs.push(d.seq);
-          expect(seqs).toEqual([...queue.pending.keys()]);
-          expect(runtime.unacked.size).toBe(seqs.length);
-        }
-        // ...and each persistent shared-subscription group's messages are ready in its runtime, in seq order.
-        for (const group of restarted.state.groups.values()) {
-          expect([...restarted.shared.groups.get(group.name)!.ready.keys()]).toEqual([...group.pending.keys()]);
-        }
-      }),
-      { numRuns: 150 },
-    );
+    await fc.assert(fc.asyncProperty(fc.array(brokerCommand, { minLength: 5, maxLength: 80, size: 'large' }), checkLiveEqualsReplay), { numRuns: 150 });
+  });
+
+  it('with TTLs running out, rejections and overflow dead-lettering (queue life only)', async () => {
+    const seed = announceSeed('live equals replay, queue life');
+    await fc.assert(fc.asyncProperty(fc.array(queueLifeCommand, { minLength: 5, maxLength: 80, size: 'large' }), checkLiveEqualsReplay), { numRuns: 150, seed });
   });
 });

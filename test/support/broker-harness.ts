@@ -13,7 +13,9 @@ import type { CoreLimits } from '../../src/core/limits.js';
 import { apply } from '../../src/projections/apply.js';
 import { decodeState, encodeState, type EncodedState } from '../../src/projections/snapshot-codec.js';
 import { initialState } from '../../src/projections/state.js';
+import { encodeProperties } from '../../src/protocols/amqp/codec/index.js';
 import { HoldingConsumer, RecordingLink } from './inspect-workload.js';
+import { ManualClock } from './manual-clock.js';
 
 export const ingestRoutes = [{ filter: 'a/#', collection: 'readings' }];
 /** Small bounds, so that sequences reach the drops and the limits. */
@@ -24,10 +26,15 @@ const topics = ['a/b', 'a/c', 'x', 'a/b/c'];
 /** Plain filters and shared-subscription groups (`$share/...`), so sessions are members of groups too. */
 const filters = ['a/b', 'a/+', '#', 'a/#', 'x', '$share/g/a/+', '$share/h/#'];
 const queues = ['q0', 'q1', 'q2'];
-/** Fixed per name, so a redeclare always matches: length limits drop and refuse along the way. */
+/**
+ * Fixed per name, so a redeclare always matches: length limits drop and refuse along the way, and
+ * rejected, expired and overflowing messages are dead-lettered (q0 → q1 through the default
+ * exchange, q1 → whatever is bound to amq.fanout, q2 → ex0 when it exists).
+ */
 const queueArguments: Readonly<Record<string, Record<string, unknown>>> = {
-  q1: { 'x-max-length': 2 },
-  q2: { 'x-max-length-bytes': 30, 'x-overflow': 'reject-publish' },
+  q0: { 'x-message-ttl': 50, 'x-dead-letter-exchange': '', 'x-dead-letter-routing-key': 'q1' },
+  q1: { 'x-max-length': 2, 'x-dead-letter-exchange': 'amq.fanout' },
+  q2: { 'x-max-length-bytes': 30, 'x-overflow': 'reject-publish-dlx', 'x-dead-letter-exchange': 'ex0' },
 };
 const exchanges = ['amq.topic', 'amq.direct', 'amq.fanout', 'ex0', ''];
 const keys = ['a.b', 'a.c', 'x', 'q0', 'q1', 'a.*', '#'];
@@ -45,12 +52,33 @@ export const brokerCommand = fc.oneof(
   fc.record({ t: fc.constant('deleteQueue' as const), q: fc.constantFrom(...queues) }),
   fc.record({ t: fc.constant('purge' as const), q: fc.constantFrom(...queues) }),
   fc.record({ t: fc.constant('bind' as const), q: fc.constantFrom(...queues), x: fc.constantFrom(...exchanges.slice(0, 4)), k: fc.constantFrom(...keys), unbind: fc.boolean() }),
-  fc.record({ t: fc.constant('amqpPublish' as const), x: fc.constantFrom(...exchanges), k: fc.constantFrom(...keys), p: payload, persistent: fc.boolean() }),
+  fc.record({ t: fc.constant('amqpPublish' as const), x: fc.constantFrom(...exchanges), k: fc.constantFrom(...keys), p: payload, persistent: fc.boolean(), expiration: fc.option(fc.constantFrom('0', '20', '100')) }),
   fc.record({ t: fc.constant('consume' as const), q: fc.constantFrom(...queues), prefetch: fc.nat(3), noAck: fc.boolean() }),
   fc.record({ t: fc.constant('settle' as const), n: fc.nat(5), outcome: fc.constantFrom('ack', 'reject', 'requeue') }),
   fc.record({ t: fc.constant('get' as const), q: fc.constantFrom(...queues) }),
   fc.record({ t: fc.constant('snapshot' as const) }),
+  fc.record({ t: fc.constant('tick' as const), ms: fc.constantFrom(10, 60, 1000) }),
+  // Straight to a queue through the default exchange: TTLs, rejections and limits meet often.
+  fc.record({ t: fc.constant('amqpPublish' as const), x: fc.constant(''), k: fc.constantFrom(...queues), p: payload, persistent: fc.constant(true), expiration: fc.option(fc.constantFrom('0', '20', '100')) }),
   fc.record({ t: fc.constant('exchange' as const), x: fc.constantFrom('ex0', 'ex1'), type: fc.constantFrom('direct', 'fanout', 'topic'), durable: fc.boolean(), remove: fc.boolean() }),
+);
+
+/**
+ * AMQP queue life only, with durable queues and persistent messages most of the time: sequences
+ * where TTLs run out, consumers reject and limits overflow, so dead-lettering and expiry records
+ * (msg with `d`, drop `expired`) are common rather than rare.
+ */
+export const queueLifeCommand = fc.oneof(
+  { weight: 2, arbitrary: fc.record({ t: fc.constant('declare' as const), q: fc.constantFrom(...queues), durable: fc.constantFrom(true, true, true, false) }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('bind' as const), q: fc.constantFrom(...queues), x: fc.constantFrom('amq.fanout', 'ex0'), k: fc.constantFrom(...keys), unbind: fc.constant(false) }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('exchange' as const), x: fc.constantFrom('ex0'), type: fc.constant('fanout'), durable: fc.constant(true), remove: fc.boolean() }) },
+  { weight: 5, arbitrary: fc.record({ t: fc.constant('amqpPublish' as const), x: fc.constant(''), k: fc.constantFrom(...queues), p: payload, persistent: fc.boolean(), expiration: fc.option(fc.constantFrom('0', '20', '100')) }) },
+  { weight: 2, arbitrary: fc.record({ t: fc.constant('consume' as const), q: fc.constantFrom(...queues), prefetch: fc.nat(3), noAck: fc.constant(false) }) },
+  { weight: 3, arbitrary: fc.record({ t: fc.constant('get' as const), q: fc.constantFrom(...queues) }) },
+  { weight: 4, arbitrary: fc.record({ t: fc.constant('settle' as const), n: fc.nat(5), outcome: fc.constantFrom('ack', 'reject', 'reject', 'requeue') }) },
+  { weight: 3, arbitrary: fc.record({ t: fc.constant('tick' as const), ms: fc.constantFrom(10, 60, 1000) }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('snapshot' as const) }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('deleteQueue' as const), q: fc.constantFrom(...queues) }) },
 );
 
 export type BrokerCommand = typeof brokerCommand extends fc.Arbitrary<infer C> ? C : never;
@@ -61,10 +89,12 @@ export class BrokerHarness {
   readonly handles = new Map<string, { handle: MqttSessionHandle; link: RecordingLink }>();
   readonly consumers: HoldingConsumer[] = [];
   readonly gotten: QueueDelivery[] = [];
+  /** Moves only on `tick`: message TTLs expire when the sequence says so. */
+  readonly clock = new ManualClock(1_700_000_000_000);
   private consumerCount = 0;
 
   constructor(readonly log: BrokerLog, limits: Partial<CoreLimits> = {}) {
-    this.broker = Broker.open({ log, ingestRoutes, limits: { ...harnessLimits, ...limits }, clock: () => 1_700_000_000_000 + log.nextLsn });
+    this.broker = Broker.open({ log, ingestRoutes, limits: { ...harnessLimits, ...limits }, clock: this.clock.now, timers: this.clock });
   }
 
   async run(c: BrokerCommand): Promise<void> {
@@ -91,11 +121,16 @@ export class BrokerHarness {
         case 'deleteQueue': await amqp.deleteQueue(c.q, { ifUnused: false, ifEmpty: false, owner: 'o' }).durable; break;
         case 'purge': await amqp.purgeQueue(c.q, 'o').durable; break;
         case 'bind': await (c.unbind ? amqp.unbindQueue(c.q, c.x, c.k, 'o') : amqp.bindQueue(c.q, c.x, c.k, 'o')); break;
-        case 'amqpPublish': await amqp.publish({ exchange: c.x, routingKey: c.k, body: c.p, properties: new Uint8Array([0x10, 0, c.persistent ? 2 : 1]) }, { persistent: c.persistent, from: 'pub' }).durable; break;
+        case 'amqpPublish': {
+          const properties = encodeProperties({ deliveryMode: c.persistent ? 2 : 1, ...(c.expiration === null ? {} : { expiration: c.expiration }) });
+          await amqp.publish({ exchange: c.x, routingKey: c.k, body: c.p, properties }, { persistent: c.persistent, from: 'pub' }).durable;
+          break;
+        }
         case 'consume': { const consumer = new HoldingConsumer(`t${this.consumerCount++}`, c.noAck, c.prefetch); amqp.consume(c.q, consumer, { exclusive: false, owner: 'o' }); this.consumers.push(consumer); break; }
         case 'settle': this.settle(c.n, c.outcome); break;
         case 'get': { const { delivery } = amqp.get(c.q, { noAck: false, owner: 'o' }); if (delivery) this.gotten.push(delivery); break; }
         case 'snapshot': await this.broker.snapshot(); break;
+        case 'tick': this.clock.advance(c.ms); break;
         case 'exchange':
           if (c.remove) await amqp.deleteExchange(c.x, { ifUnused: false });
           else await amqp.declareExchange(c.x, c.type, { passive: false, durable: c.durable, autoDelete: false, internal: false, arguments: {} });
