@@ -59,6 +59,7 @@ describe('releasing old segments that a few queued messages hold', () => {
     await driver.publish('publisher', 'cold/a', sessionPayload, 1);
     await driver.publish('publisher', 'sensors/t1', JSON.stringify({ celsius: 21.5 }), 1);
     const before = references(driver);
+    const publishedAt = driver.log.readRecord(before.queue).timestamp;
     // Retention needs an anchor snapshot before the segments it removes: snapshots after each stretch of churn.
     for (let round = 0; round < 3; round++) {
       await churn(driver, 40);
@@ -75,6 +76,9 @@ describe('releasing old segments that a few queued messages hold', () => {
     const copy = driver.log.readRecord(after.queue);
     expect(copy.kind).toBe(RecordKind.msg);
     expect((copy.body as { movedFrom?: number }).movedFrom).toBe(before.queue);
+    // Message TTLs count from the first record: the copy carries its time, and the message reads back with it.
+    expect((copy.body as { at?: number }).at).toBe(publishedAt);
+    expect(driver.broker.messageOf({ lsn: after.queue, held: undefined }).timestamp).toBe(publishedAt);
     expect(driver.broker.state.queues.get('kept')!.pending.size).toBe(1);
     expect(driver.broker.state.sessions.get('cold')!.pending.size).toBe(1);
 
