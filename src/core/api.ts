@@ -33,6 +33,16 @@ export class BrokerError extends Error {
 
 // ───────────────────────────── MQTT ─────────────────────────────
 
+/** MQTT 5 PUBLISH properties as the protocol sees them [MQTT-3.3.2.3]; the expiry interval is in seconds, counted from now. */
+export interface MqttPublishProperties {
+  readonly payloadFormatIndicator?: boolean;
+  readonly messageExpiryInterval?: number;
+  readonly contentType?: string;
+  readonly responseTopic?: string;
+  readonly correlationData?: Uint8Array;
+  readonly userProperties?: ReadonlyArray<readonly [name: string, value: string]>;
+}
+
 export interface MqttOutgoingPublish {
   readonly topic: string;
   readonly payload: Uint8Array;
@@ -41,6 +51,8 @@ export interface MqttOutgoingPublish {
   readonly dup: boolean;
   /** Present for QoS 1 and 2. */
   readonly packetId?: number;
+  /** MQTT 5 properties, the expiry as what is left of it; 3.1.1 connections ignore them. */
+  readonly properties?: MqttPublishProperties | undefined;
 }
 
 /**
@@ -74,6 +86,8 @@ export interface MqttIncomingPublish {
   readonly retain: boolean;
   /** QoS 1 and 2 only. */
   readonly packetId?: number;
+  /** MQTT 5 properties, stored with the message and carried to its subscribers. */
+  readonly properties?: MqttPublishProperties | undefined;
 }
 
 export interface MqttPublishResult {

@@ -105,7 +105,7 @@ export class Broker {
     const observer = options.observer ?? silentObserver;
     const store = new MessageStore(log, this.limits.messageCacheBytes);
     this.store = store;
-    const delivery = new SessionDelivery(this.committer, this.limits, observer, store);
+    const delivery = new SessionDelivery(this.committer, this.limits, observer, store, clock);
     const shared = new SharedSubscriptions({ state, committer: this.committer, limits: this.limits, observer, store, delivery });
     this.shared = shared;
     const amqp: AmqpCoreImpl = new AmqpCoreImpl({

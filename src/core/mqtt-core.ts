@@ -15,7 +15,9 @@ import type {
 import { queuesAccepting, type QueueRuntime } from './amqp-queue.js';
 import { record, type PendingRecord } from './committer.js';
 import { documentOf, ingestMatches, type IngestRoute } from './ingest.js';
+import { isExpired, storedPropertiesOf } from './mqtt-message-properties.js';
 import { minQos, swapSeparators, SessionRuntime } from './mqtt-sessions.js';
+import { messagePropertiesBody } from '../projections/message-properties.js';
 import { publish, type PublishContext } from './publish.js';
 import { parseSharedFilter, type SharedFilter } from './shared-subscription.js';
 import { SubscriptionIndex } from './subscription-index.js';
@@ -157,16 +159,26 @@ class SessionHandle implements MqttSessionHandle {
           if (topicMatchesFilter(value.topic, filter)) this.context.delivery.sendDirect(this.session, value, true);
         }
       }
+      const now = this.context.clock();
       for (const retained of state.retained.values()) {
         if (!topicMatchesFilter(retained.topic, filter) || this.session.reader?.mayRead(retained.topic) === false) continue;
+        // An expired retained value is no longer sent [MQTT-3.3.2-5]; it stays until replaced, as the log says.
+        if (isExpired(retained.mqttProperties, now)) continue;
         const qos = minQos(retained.qos, subscriptionQos);
-        const message = { lsn: retained.lsn, timestamp: retained.timestamp, topic: retained.topic, payload: retained.payload, qos: retained.qos, retain: true };
+        const mqttProperties = retained.mqttProperties;
+        const message: StoredMessage = {
+          lsn: retained.lsn, timestamp: retained.timestamp, topic: retained.topic, payload: retained.payload, qos: retained.qos, retain: true,
+          ...(mqttProperties !== undefined ? { mqttProperties } : {}),
+        };
         if (qos === 0) this.context.delivery.sendDirect(this.session, message, true);
         else if (!this.session.persistent) this.context.delivery.enqueueTransient(this.session, qos, message);
         else {
           // A persistent session keeps retained QoS ≥ 1 deliveries like any other message, so they survive a crash too.
           const seq = this.session.state.nextSeq + retainedQueue.length;
-          retainedQueue.push(record('msg', { t: retained.topic, p: retained.payload, qos: retained.qos, r: true, s: [[this.session.clientId, seq, qos]], from: '$retained' }));
+          retainedQueue.push(record('msg', {
+            t: retained.topic, p: retained.payload, qos: retained.qos, r: true, s: [[this.session.clientId, seq, qos]], from: '$retained',
+            ...(mqttProperties !== undefined ? { m: messagePropertiesBody(mqttProperties) } : {}),
+          }));
           retainedMessages.push(message);
         }
       }
@@ -253,6 +265,7 @@ class SessionHandle implements MqttSessionHandle {
 /** Route an MQTT publish: MQTT subscribers, amq.topic (bridge), ingest routes, the retained store. */
 function mqttPublish(context: MqttCoreContext, from: string, rx2: { c: string; id: number } | undefined, incoming: Omit<MqttIncomingPublish, 'packetId'>): Durable {
   const { topic, payload, qos } = incoming;
+  const mqttProperties = storedPropertiesOf(incoming.properties, context.clock());
   context.observer.messageIn('mqtt');
   const docs: DocBody[] = [];
   for (const route of context.ingestRoutes) {
@@ -265,11 +278,12 @@ function mqttPublish(context: MqttCoreContext, from: string, rx2: { c: string; i
     qos,
     persistent: qos >= 1,
     from,
+    mqttProperties,
     sessions: context.subscriptions.match(topic),
     groups: context.shared.match(topic),
     // A full reject-publish queue refuses it; MQTT 3.1.1 has no way to tell the publisher.
     queues: queuesAccepting(context.bridgeQueues(swapSeparators(topic)), payload.byteLength),
-    ...(incoming.retain ? { retain: { t: topic, p: payload, qos } } : {}),
+    ...(incoming.retain ? { retain: { t: topic, p: payload, qos, ...(mqttProperties !== undefined ? { m: messagePropertiesBody(mqttProperties) } : {}) } } : {}),
     ...(rx2 ? { rx2 } : {}),
     docs,
   });

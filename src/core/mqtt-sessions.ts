@@ -24,6 +24,7 @@ import type { MqttClientLink, MqttTopicReader, Qos } from './api.js';
 import { record, type Committer } from './committer.js';
 import type { CoreLimits } from './limits.js';
 import type { MessageStore } from './message-store.js';
+import { isExpired, outgoingPropertiesOf } from './mqtt-message-properties.js';
 import type { BrokerObserver } from './observer.js';
 import type { SharedInflight } from './shared-subscription.js';
 
@@ -93,6 +94,7 @@ export class SessionDelivery {
     private readonly limits: CoreLimits,
     private readonly observer: BrokerObserver,
     private readonly store: MessageStore,
+    private readonly clock: () => number = Date.now,
   ) {}
 
   /** Send as much of the queue as the window allows. */
@@ -118,11 +120,18 @@ export class SessionDelivery {
       session.consumeNext();
       const topic = mqttTopicOf(message);
       if (session.reader?.mayRead(topic) === false) {
-        this.dropUnreadable(session, seq);
+        this.dropQueued(session, seq, 'acl');
+        continue;
+      }
+      const now = this.clock();
+      // A message whose expiry interval passed while it was queued is never delivered [MQTT-3.3.2-5].
+      if (isExpired(message.mqttProperties, now)) {
+        this.dropQueued(session, seq, 'expired');
         continue;
       }
       session.inflight.set(packetId, seq);
-      link.sendPublish({ topic, payload: message.payload, qos: qosOf(entry.flags), retain: message.retain === true, dup: entry.deliveries > 0, packetId });
+      const properties = outgoingPropertiesOf(message.mqttProperties, now);
+      link.sendPublish({ topic, payload: message.payload, qos: qosOf(entry.flags), retain: message.retain === true, dup: entry.deliveries > 0, packetId, properties });
       this.observer.messageOut('mqtt');
       if (session.persistent) this.committer.settleLater('deliver', session.destination, seq);
       else session.state.pending.markDelivered(seq);
@@ -131,11 +140,12 @@ export class SessionDelivery {
 
   /**
    * A queued message the client may no longer read (the ACL changed, or it was
-   * queued after a restart before the client's rules were known): dropped as
-   * a record, so replay agrees, and never sent.
+   * queued after a restart before the client's rules were known), or one whose
+   * MQTT 5 expiry passed: dropped as a record, so replay agrees, and never sent.
    */
-  private dropUnreadable(session: SessionRuntime, seq: number): void {
-    const body = { c: session.clientId, s: [seq], why: 'acl' as const };
+  private dropQueued(session: SessionRuntime, seq: number, why: 'acl' | 'expired'): void {
+    const body = { c: session.clientId, s: [seq], why };
+    if (why === 'expired') this.observer.drop('session', 1);
     if (session.persistent) this.committer.commitQuietly([record('drop', body)]);
     else removeFinished(session.state, body);
   }
@@ -237,7 +247,8 @@ export class SessionDelivery {
 
   sendDirect(session: SessionRuntime, message: StoredMessage, retain: boolean): void {
     if (!session.link) return;
-    session.link.sendPublish({ topic: mqttTopicOf(message), payload: message.payload, qos: 0, retain, dup: false });
+    const properties = message.mqttProperties === undefined ? undefined : outgoingPropertiesOf(message.mqttProperties, this.clock());
+    session.link.sendPublish({ topic: mqttTopicOf(message), payload: message.payload, qos: 0, retain, dup: false, properties });
     this.observer.messageOut('mqtt');
   }
 }

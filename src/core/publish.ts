@@ -16,7 +16,8 @@
  * consumer's ack can never become durable before the message it acks.
  */
 import type { DeathReason, DocBody, MsgBody, RetainBody, Rx2Body } from '../projections/records.js';
-import type { StoredMessage } from '../projections/state.js';
+import { messagePropertiesBody } from '../projections/message-properties.js';
+import type { MessageProperties, StoredMessage } from '../projections/state.js';
 import { EntryFlag, type EntryView } from '../projections/entry-queue.js';
 import type { AmqpMessage, Durable, Qos } from './api.js';
 import { amqpMessageOf, type QueueRuntime } from './amqp-queue.js';
@@ -33,6 +34,8 @@ export interface Publication {
   readonly exchange?: string;
   readonly payload: Uint8Array;
   readonly properties?: Uint8Array;
+  /** MQTT 5 properties of an MQTT publish. */
+  readonly mqttProperties?: MessageProperties | undefined;
   /** MQTT publish QoS; for AMQP, 1 if persistent else 0 (what an MQTT subscriber may get at most). */
   readonly qos: Qos;
   /** AMQP delivery_mode=2, or an MQTT QoS ≥ 1 publish crossing into AMQP. */
@@ -82,6 +85,7 @@ export function publish(context: PublishContext, routed: Publication): Durable {
     const body: { -readonly [K in keyof MsgBody]: MsgBody[K] } = { t: publication.topic, p: publication.payload, from: publication.from };
     if (publication.exchange !== undefined) body.x = publication.exchange;
     if (publication.properties !== undefined) body.h = publication.properties;
+    if (publication.mqttProperties !== undefined) body.m = messagePropertiesBody(publication.mqttProperties);
     if (publication.exchange === undefined) body.qos = publication.qos;
     if (durableSessions.length > 0) body.s = durableSessions;
     if (durableQueues.length > 0) body.u = durableQueues.map(([queue, seq]) => [queue.name, seq] as const);
@@ -222,6 +226,7 @@ function storedMessage(publication: Publication, lsn: number, timestamp: number)
   const message: { -readonly [K in keyof StoredMessage]: StoredMessage[K] } = { lsn, timestamp, topic: publication.topic, payload: publication.payload, from: publication.from };
   if (publication.exchange !== undefined) message.exchange = publication.exchange;
   if (publication.properties !== undefined) message.properties = publication.properties;
+  if (publication.mqttProperties !== undefined) message.mqttProperties = publication.mqttProperties;
   if (publication.exchange === undefined) message.qos = publication.qos;
   return message;
 }

@@ -7,7 +7,7 @@
  * UTF-8 text, else `{"base64": "..."}`. It is lossless: the full bytes, not a
  * preview.
  */
-import { kindName, type BodyOf, type DestinationRef } from '../projections/records.js';
+import { kindName, type BodyOf, type DestinationRef, type MessagePropertiesBody } from '../projections/records.js';
 
 const previewCharsMax = 40;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -90,6 +90,18 @@ export function summarize(kind: number, body: unknown): string {
   }
 }
 
+/** MQTT 5 properties, as `mqtt5{...}`: what a publisher attached, for forensics. */
+function summarizeMessageProperties(m: MessagePropertiesBody): string {
+  const parts: string[] = [];
+  if (m.pf === 1) parts.push('payload=utf8');
+  if (m.ea !== undefined) parts.push(`expires=${new Date(m.ea).toISOString()}`);
+  if (m.ct !== undefined) parts.push(`content-type=${m.ct}`);
+  if (m.rt !== undefined) parts.push(`response-topic=${m.rt}`);
+  if (m.cd !== undefined) parts.push(`correlation=${Buffer.from(m.cd).toString('hex').slice(0, 32)}`);
+  for (const [name, value] of m.up ?? []) parts.push(`${name}=${value}`);
+  return `mqtt5{${parts.join(' ')}}`;
+}
+
 function summarizeMsg(m: BodyOf['msg']): string {
   const parts: string[] = [];
   if (m.x !== undefined) parts.push(`exchange=${m.x || '(default)'} key=${m.t}`);
@@ -98,6 +110,7 @@ function summarizeMsg(m: BodyOf['msg']): string {
   if (m.qos !== undefined) parts.push(`qos=${m.qos}`);
   if (m.r) parts.push('retained');
   if (m.movedFrom !== undefined) parts.push(`moved-from=LSN ${m.movedFrom}`);
+  if (m.m !== undefined) parts.push(summarizeMessageProperties(m.m));
   const destinations = [...(m.s ?? []).map(([c, seq]) => `c:${c}#${seq}`), ...(m.u ?? []).map(([q, seq]) => `q:${q}#${seq}`), ...(m.g ?? []).map(([g, seq]) => `g:${g}#${seq}`)];
   if (destinations.length > 0) parts.push(`-> ${destinations.length <= 6 ? destinations.join(' ') : `${destinations.slice(0, 6).join(' ')} … (${destinations.length})`}`);
   parts.push(`payload=${payloadPreview(m.p)}`);

@@ -279,5 +279,5 @@ const dropReasons: Readonly<Record<BodyOf['drop']['why'], string>> = {
   bound: 'queue bound reached, oldest dropped',
   purge: 'queue purged',
   acl: 'the ACL no longer lets the subscriber read its topic',
-  expired: 'its TTL ran out',
+  expired: 'its TTL (AMQP) or MQTT 5 message expiry interval ran out while it was queued',
 };

@@ -13,6 +13,7 @@ import { applyBind, applyExchange, applyQueue } from './amqp-topology.js';
 import { applyDoc } from './collections.js';
 import { applyMsgToDestinations, destinationOf, markDelivered, removeFinished } from './destinations.js';
 import { applyRel, applyRx2, applySession, applySub, applyUnsub } from './mqtt-sessions.js';
+import { messagePropertiesOf } from './message-properties.js';
 import { RecordKind, type AckBody, type BodyOf, type BrokerRecord, type MsgBody } from './records.js';
 import { applyRetain } from './retained.js';
 import { applySessionEndToGroups, applySharedRel, applySharedSub, applySharedUnsub } from './shared-groups.js';
@@ -69,6 +70,7 @@ export function storedMessageOf(body: MsgBody, lsn: number, timestamp: number): 
   if (body.qos !== undefined) message.qos = body.qos;
   if (body.from !== undefined) message.from = body.from;
   if (body.r) message.retain = true;
+  if (body.m !== undefined) message.mqttProperties = messagePropertiesOf(body.m);
   return message;
 }
 

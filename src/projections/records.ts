@@ -69,6 +69,25 @@ export interface SubBody { readonly c: string; readonly f: string; readonly qos:
 export interface UnsubBody { readonly c: string; readonly f: string }
 
 /**
+ * MQTT 5 PUBLISH properties stored with a message (`m` in msg and retain
+ * bodies; absent for 3.1.1 publishes and in every record written before MQTT
+ * 5, which therefore read as messages without properties): `pf` payload
+ * format indicator 1 (UTF-8), `ea` the time it expires (ms since the epoch:
+ * the broker's clock at the publish plus its Message Expiry Interval), `ct`
+ * content type, `rt` response topic, `cd` correlation data, `up` user
+ * properties as [name, value] pairs in their order. Long names in code:
+ * message-properties.ts.
+ */
+export interface MessagePropertiesBody {
+  readonly pf?: 1;
+  readonly ea?: number;
+  readonly ct?: string;
+  readonly rt?: string;
+  readonly cd?: Uint8Array;
+  readonly up?: ReadonlyArray<readonly [name: string, value: string]>;
+}
+
+/**
  * A message. MQTT publishes carry `t` (topic) and `qos`; AMQP publishes carry
  * `x` (exchange), `t` (routing key) and `h` (the raw content-header property
  * bytes, returned byte for byte). `s` lists [client, seq, qos] for persistent
@@ -104,6 +123,8 @@ export interface MsgBody {
    * Present only when the dying entry was itself in the log (a persistent message in a durable queue).
    */
   readonly d?: readonly [queue: string, seq: number, why: DeathReason];
+  /** MQTT 5 properties (optional field added with MQTT 5). */
+  readonly m?: MessagePropertiesBody;
 }
 
 /** Why a message died, in RabbitMQ's x-death words. */
@@ -111,11 +132,12 @@ export type DeathReason = 'rejected' | 'expired' | 'maxlen' | 'delivery_limit';
 
 /** `c`, `q` or `g` names the destination; `s` lists its finished seqs. */
 export type AckBody = DestinationRef & { readonly s: readonly number[] };
-/** `expired`: a message whose TTL ran out at the head of its queue, with no dead-letter exchange to go to (message-expiry.ts). */
+/** `expired`: a message whose TTL ran out at the head of its queue, with no dead-letter exchange to go to (message-expiry.ts), or an MQTT 5 message whose expiry interval passed while queued for a session. */
 export type DropBody = DestinationRef & { readonly s: readonly number[]; readonly why: 'bound' | 'purge' | 'acl' | 'expired' };
 export type DeliverBody = DestinationRef & { readonly s: readonly number[] };
 
-export interface RetainBody { readonly t: string; readonly p: Uint8Array; readonly qos: 0 | 1 | 2 }
+/** `m`: the MQTT 5 properties of the retained message (optional field added with MQTT 5). */
+export interface RetainBody { readonly t: string; readonly p: Uint8Array; readonly qos: 0 | 1 | 2; readonly m?: MessagePropertiesBody }
 export interface Rx2Body { readonly c: string; readonly id: number; readonly clear?: true }
 /**
  * PUBREC for (c, s) finishes the message and opens a PUBREL obligation under packet id `id`. With `g`

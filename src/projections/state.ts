@@ -14,6 +14,20 @@ import { EntryQueue } from './entry-queue.js';
 import type { ExchangeType, QueueArguments } from './records.js';
 
 /** A message as delivered: a msg record read back (or a transient message, never logged). */
+/**
+ * MQTT 5 PUBLISH properties a message keeps [MQTT-3.3.2.3]. `expiresAt` is
+ * absolute (ms since the epoch): the publish's Message Expiry Interval added
+ * to the broker's clock when it was accepted.
+ */
+export interface MessageProperties {
+  readonly payloadUtf8?: true;
+  readonly expiresAt?: number;
+  readonly contentType?: string;
+  readonly responseTopic?: string;
+  readonly correlationData?: Uint8Array;
+  readonly userProperties?: ReadonlyArray<readonly [name: string, value: string]>;
+}
+
 export interface StoredMessage {
   readonly lsn: number;
   readonly timestamp: number;
@@ -25,6 +39,8 @@ export interface StoredMessage {
   readonly from?: string;
   /** Sent with the MQTT retain flag: a retained value delivered on subscribe. */
   readonly retain?: boolean;
+  /** MQTT 5 properties, when the publish had any. */
+  readonly mqttProperties?: MessageProperties;
 }
 
 /** What MQTT sessions and AMQP queues have in common: one queue of references with drop-oldest bounds. */
@@ -82,6 +98,7 @@ export interface RetainedValue {
   readonly qos: 0 | 1 | 2;
   readonly lsn: number;
   readonly timestamp: number;
+  readonly mqttProperties?: MessageProperties;
 }
 
 export interface CollectionState {

@@ -3,7 +3,8 @@
  * python3-paho-mqtt, installed by tools/install-test-packages.sh) runs
  * test/integration/fixtures/paho-mqtt5-check.py against the broker and prints
  * what it saw: CONNACK's properties, SUBACK's reason codes, and its own two
- * messages (QoS 1 with PUBLISH properties, QoS 2) delivered back to it.
+ * messages (QoS 1 with PUBLISH properties, QoS 2) delivered back to it, the
+ * properties intact.
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -51,6 +52,13 @@ it('paho-mqtt MQTTv5 connects, subscribes and gets its QoS 1 and QoS 2 messages 
   expect(report.connack.properties).toMatchObject({ ReceiveMaximum: 1024, TopicAliasMaximum: 64, MaximumPacketSize: 1024 * 1024 });
   expect(report.suback).toEqual([1]);
   const byTopic = new Map(report.messages.map((message) => [message.topic, message]));
-  expect(byTopic.get('paho/v5/one')).toMatchObject({ payload: 'qos one', qos: 1 });
+  // The PUBLISH properties paho set travel with the message (CorrelationData is printed as hex).
+  expect(byTopic.get('paho/v5/one')).toMatchObject({
+    payload: 'qos one', qos: 1,
+    properties: {
+      PayloadFormatIndicator: 1, MessageExpiryInterval: 3600, ContentType: 'text/plain', ResponseTopic: 'paho/replies',
+      CorrelationData: Buffer.from('corr-1').toString('hex'), UserProperty: [['origin', 'paho'], ['n', '1']],
+    },
+  });
   expect(byTopic.get('paho/v5/two')).toMatchObject({ payload: 'qos two', qos: 1 });
 });

@@ -14,7 +14,8 @@ import { describe, expect, it } from 'vitest';
 import { isDurableEntry } from '../../src/core/amqp-queue.js';
 import { Broker, type BrokerLog } from '../../src/core/broker.js';
 import type { CoreAppendRecord } from '../../src/core/record-log.js';
-import type { BrokerRecord } from '../../src/projections/records.js';
+import { storedMessageOf } from '../../src/projections/apply.js';
+import type { BrokerRecord, MsgBody } from '../../src/projections/records.js';
 import { encodeState } from '../../src/projections/snapshot-codec.js';
 import { announceSeed } from '../support/kit.js';
 import { brokerCommand, BrokerHarness, ingestRoutes, queueLifeCommand, type BrokerCommand } from '../support/broker-harness.js';
@@ -53,6 +54,15 @@ async function checkLiveEqualsReplay(commands: readonly BrokerCommand[]): Promis
     expect(harness.replayed()).toEqual(live);
     const fromSnapshot = harness.fromSnapshotPlusTail();
     if (fromSnapshot) expect(fromSnapshot).toEqual(live);
+  }
+  // Every queued MQTT message reads back from the log as the live broker remembered it (MQTT 5 properties included).
+  for (const session of harness.broker.state.sessions.values()) {
+    for (const entry of session.pending.entries()) {
+      if (entry.held !== undefined) continue;
+      const live = harness.broker.store.read(entry.lsn);
+      const record = harness.log.readRecord!(entry.lsn);
+      expect(storedMessageOf(record.body as MsgBody, record.lsn, record.timestamp).mqttProperties).toEqual(live.mqttProperties);
+    }
   }
   // The live runtime holds exactly the projection's durable entries: what left the runtime (acked,
   // dropped, expired, dead-lettered) left the log's state too.

@@ -41,12 +41,29 @@ const keys = ['a.b', 'a.c', 'x', 'q0', 'q1', 'a.*', '#'];
 
 const qos = fc.constantFrom<0 | 1 | 2>(0, 1, 2);
 const payload = fc.uint8Array({ maxLength: 24 });
+/**
+ * MQTT 5 properties on some publishes (the msg and retain records' `m`). The harness clock moves 1 ms per
+ * record, so an expiry of 0 s expires at the first pump (a `drop` with why=expired) and 1 s never does.
+ */
+const mqtt5Properties = fc.option(
+  fc.record(
+    {
+      messageExpiryInterval: fc.constantFrom(0, 1),
+      contentType: fc.constant('text/plain'),
+      correlationData: fc.constant(new Uint8Array([7, 8])),
+      userProperties: fc.constant([['k', 'v'], ['k', 'w']] as const),
+      payloadFormatIndicator: fc.constant(true),
+    },
+    { requiredKeys: [] },
+  ),
+  { nil: undefined },
+);
 export const brokerCommand = fc.oneof(
   fc.record({ t: fc.constant('connect' as const), c: fc.constantFrom(...clients), clean: fc.boolean() }),
   fc.record({ t: fc.constant('detach' as const), c: fc.constantFrom(...clients) }),
   fc.record({ t: fc.constant('subscribe' as const), c: fc.constantFrom(...clients), f: fc.constantFrom(...filters), qos }),
   fc.record({ t: fc.constant('unsubscribe' as const), c: fc.constantFrom(...clients), f: fc.constantFrom(...filters) }),
-  fc.record({ t: fc.constant('publish' as const), c: fc.constantFrom(...clients), topic: fc.constantFrom(...topics), p: payload, qos, retain: fc.boolean(), id: fc.integer({ min: 1, max: 4 }) }),
+  fc.record({ t: fc.constant('publish' as const), c: fc.constantFrom(...clients), topic: fc.constantFrom(...topics), p: payload, qos, retain: fc.boolean(), id: fc.integer({ min: 1, max: 4 }), props: mqtt5Properties }),
   fc.record({ t: fc.constant('ackMqtt' as const), c: fc.constantFrom(...clients), how: fc.constantFrom('puback', 'pubrec', 'pubcomp', 'pubrel'), n: fc.nat(5) }),
   fc.record({ t: fc.constant('declare' as const), q: fc.constantFrom(...queues), durable: fc.boolean() }),
   fc.record({ t: fc.constant('deleteQueue' as const), q: fc.constantFrom(...queues) }),
@@ -115,7 +132,7 @@ export class BrokerHarness {
         case 'detach': session?.handle.detach(); this.handles.delete(c.c); break;
         case 'subscribe': if (session) { const r = session.handle.subscribe([{ filter: c.f, qos: c.qos }]); await r.durable; session.handle.sendRetained([c.f]); } break;
         case 'unsubscribe': await session?.handle.unsubscribe([c.f]); break;
-        case 'publish': if (session) await session.handle.publish({ topic: c.topic, payload: c.p, qos: c.qos, retain: c.retain, ...(c.qos > 0 ? { packetId: c.id } : {}) }).durable; break;
+        case 'publish': if (session) await session.handle.publish({ topic: c.topic, payload: c.p, qos: c.qos, retain: c.retain, ...(c.qos > 0 ? { packetId: c.id } : {}), properties: c.props }).durable; break;
         case 'ackMqtt': if (session) await this.ackMqtt(session, c.how, c.n); break;
         case 'declare': await amqp.declareQueue(c.q, { passive: false, durable: c.durable, exclusive: false, autoDelete: false, arguments: queueArguments[c.q] ?? {}, owner: 'o' }).durable; break;
         case 'deleteQueue': await amqp.deleteQueue(c.q, { ifUnused: false, ifEmpty: false, owner: 'o' }).durable; break;

@@ -25,7 +25,9 @@
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { AssertionError, assert } from '../../assert.js';
-import { BrokerError, type Durable, type MqttClientLink, type MqttCore, type MqttOutgoingPublish, type MqttSessionHandle, type Qos } from '../../core/api.js';
+import {
+  BrokerError, type Durable, type MqttClientLink, type MqttCore, type MqttOutgoingPublish, type MqttPublishProperties, type MqttSessionHandle, type Qos,
+} from '../../core/api.js';
 import type { AclSource } from '../../auth/acl-file.js';
 import type { Users } from '../../auth/users.js';
 import { socketDescription, type ConnectionDescription, type DescribedTransport, type ManagedConnection } from '../connection-description.js';
@@ -43,7 +45,8 @@ import { handlePubrel } from './handlers/pubrel.js';
 import { handleSubscribe } from './handlers/subscribe.js';
 import { handleUnsubscribe } from './handlers/unsubscribe.js';
 import type { MqttLimits } from './limits.js';
-import { encoder311, encoderFor, type ConnackProperties, type PacketEncoder, type PublishProperties } from './packet-encoder.js';
+import { encoder311, encoderFor, type ConnackProperties, type PacketEncoder } from './packet-encoder.js';
+import { outgoingPacketPropertiesOf } from './publish-properties.js';
 import { disconnectReasonCodeOf, ReasonCode } from './reason-codes.js';
 import { InboundTopicAliases } from './topic-aliases.js';
 import { unrestrictedTopicAccess, type AccessDeniedListener, type MqttTopicAccess } from './topic-access.js';
@@ -71,6 +74,8 @@ export interface Will {
   readonly payload: Uint8Array;
   readonly qos: Qos;
   readonly retain: boolean;
+  /** MQTT 5 will properties that travel with the message [MQTT-3.1.3.2]. */
+  readonly properties?: MqttPublishProperties | undefined;
 }
 
 export type ConnectionState = 'awaiting-connect' | 'connecting' | 'connected' | 'closed';
@@ -483,7 +488,8 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
       this.droppedDeliveries += 1;
       return false;
     }
-    const bytes = this.encoder.publish(publish, this.publishPropertiesOf(publish));
+    const properties = this.protocolVersion === 5 && publish.properties !== undefined ? outgoingPacketPropertiesOf(publish.properties) : undefined;
+    const bytes = this.encoder.publish(publish, properties);
     if (this.clientPacketBytesMax !== undefined && bytes.length > this.clientPacketBytesMax) {
       // [MQTT-3.1.2-25]: discarded as if it had been delivered; a QoS 1/2 one is finished so it does not hold the window.
       this.logger.debug({ topic: publish.topic, packetBytes: bytes.length, clientMax: this.clientPacketBytesMax }, 'MQTT PUBLISH larger than the client accepts: discarded [MQTT-3.1.2-25]');
@@ -495,10 +501,6 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
     return true;
   }
 
-  /** The v5 properties of an outgoing PUBLISH (none yet). */
-  private publishPropertiesOf(_publish: MqttOutgoingPublish): PublishProperties | undefined {
-    return undefined;
-  }
 
   sendPubrel(packetId: number): void {
     if (this.stateValue !== 'connected') return;

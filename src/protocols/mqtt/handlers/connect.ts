@@ -15,6 +15,7 @@ import { MqttConnectRefusedError, MqttLogFailedError, MqttProtocolError } from '
 import type { ConnackProperties } from '../packet-encoder.js';
 import { ReasonCode } from '../reason-codes.js';
 import { InboundTopicAliases } from '../topic-aliases.js';
+import { incomingPropertiesOf } from '../publish-properties.js';
 import { topicAccessFor } from '../topic-access.js';
 
 const protocolName = 'MQTT';
@@ -135,7 +136,7 @@ function readWill(packet: IConnectPacket): Will | undefined {
   if (will === undefined) return undefined;
   // Copied: the decoded payload is a view of a socket chunk that would otherwise stay alive with it.
   const payload = typeof will.payload === 'string' ? Buffer.from(will.payload, 'utf8') : Buffer.from(will.payload);
-  return { topic: will.topic, payload, qos: (will.qos ?? 0) as Qos, retain: will.retain === true };
+  return { topic: will.topic, payload, qos: (will.qos ?? 0) as Qos, retain: will.retain === true, properties: incomingPropertiesOf(will.properties) };
 }
 
 /** The one mapping from authentication outcomes to CONNACK return codes. */

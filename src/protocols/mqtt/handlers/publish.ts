@@ -11,6 +11,7 @@
  * Receive Maximum, the bound on this client's unfinished QoS 1/2 flows.
  */
 import type { MqttIncomingPublish } from '../../../core/api.js';
+import { incomingPropertiesOf } from '../publish-properties.js';
 import type { ClientPacketOf } from '../client-packet-rules.js';
 import type { MqttConnection } from '../connection.js';
 import { ReasonCode } from '../reason-codes.js';
@@ -36,14 +37,15 @@ export function handlePublish(connection: MqttConnection, packet: ClientPacketOf
     }
     return;
   }
+  const properties = incomingPropertiesOf(packet.properties);
   if (packet.qos === 0) {
-    const result = connection.session.publish({ topic, payload, qos: 0, retain: packet.retain });
+    const result = connection.session.publish({ topic, payload, qos: 0, retain: packet.retain, properties });
     // QoS 0 has nothing to acknowledge, but a failed log still ends the connection.
     connection.whenDurable(result.durable, 'PUBLISH QoS 0', () => undefined);
     return;
   }
   const packetId = packet.messageId;
-  const incoming: MqttIncomingPublish = { topic, payload, qos: packet.qos, retain: packet.retain, packetId };
+  const incoming: MqttIncomingPublish = { topic, payload, qos: packet.qos, retain: packet.retain, packetId, properties };
   const result = connection.session.publish(incoming);
   if (packet.qos === 1) {
     connection.whenDurable(result.durable, 'PUBLISH QoS 1', () => {
