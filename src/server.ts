@@ -106,6 +106,7 @@ export async function startCairn(config: ServeConfig, logger: Logger, internals:
     });
     stop.beforeLog(() => broker.flush());
     reportRecovery(broker, config, logger);
+    broker.mqtt.startSessionExpiry();
     /** Start a listener when its port is configured; it is closed when the broker stops. */
     const start = async <L extends { close(): Promise<void> }>(name: string, port: number | undefined, begin: (port: number) => Promise<L>): Promise<L | undefined> => {
       const listener = await listening(name, config.bind, port, begin);

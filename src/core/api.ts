@@ -125,8 +125,18 @@ export interface MqttSessionHandle {
   pubrec(packetId: number): void;
   /** Outbound QoS 2 finished. */
   pubcomp(packetId: number): void;
-  /** The connection is gone (graceful or not). A clean session is discarded; a persistent one stays, offline. */
-  detach(): void;
+  /**
+   * The connection is gone (graceful or not). A clean session is discarded; a
+   * persistent one stays, offline, until its MQTT 5 expiry (`sessionExpiryInterval`
+   * from a v5 DISCONNECT overrides the CONNECT's).
+   */
+  detach(sessionExpiryInterval?: number): void;
+}
+
+/** What an MQTT 5 CONNECT adds; absent for 3.1.1. */
+export interface MqttConnectOptions {
+  /** Seconds the session outlives its connection: 0 ends it with the connection, 0xFFFFFFFF never [MQTT-3.1.2-23]. */
+  readonly sessionExpiryInterval?: number | undefined;
 }
 
 export interface MqttCore {
@@ -136,7 +146,9 @@ export interface MqttCore {
    * (with sessionPresent) after `durable`, then call `session.start()`.
    * `reader` stays with the session while it is offline, until the next connect.
    */
-  connect(clientId: string, cleanSession: boolean, link: MqttClientLink, reader?: MqttTopicReader): { session: MqttSessionHandle; sessionPresent: boolean; durable: Durable };
+  connect(
+    clientId: string, cleanSession: boolean, link: MqttClientLink, reader?: MqttTopicReader, options?: MqttConnectOptions,
+  ): { session: MqttSessionHandle; sessionPresent: boolean; durable: Durable };
   /** A publish that belongs to no live session: the will message of a connection that died [MQTT-3.1.2-8]. */
   publishWill(clientId: string, publish: Omit<MqttIncomingPublish, 'packetId'>): Durable;
   /**

@@ -70,7 +70,7 @@ export interface RecoveryReport {
 }
 
 export class Broker {
-  readonly mqtt: MqttCore;
+  readonly mqtt: MqttCoreImpl;
   readonly amqp: AmqpCore;
   private readonly amqpCore: AmqpCoreImpl;
   readonly committer: Committer;

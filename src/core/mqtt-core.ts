@@ -10,13 +10,14 @@
 import { assert } from '../assert.js';
 import type { DocBody, SubBody } from '../projections/records.js';
 import type {
-  Durable, MqttClientLink, MqttCore, MqttIncomingPublish, MqttPublishResult, MqttSessionHandle, MqttSubscribeResult, MqttTopicReader, Qos,
+  Durable, MqttClientLink, MqttConnectOptions, MqttCore, MqttIncomingPublish, MqttPublishResult, MqttSessionHandle, MqttSubscribeResult, MqttTopicReader, Qos,
 } from './api.js';
 import { queuesAccepting, type QueueRuntime } from './amqp-queue.js';
 import { record, type PendingRecord } from './committer.js';
 import { documentOf, ingestMatches, type IngestRoute } from './ingest.js';
 import { isExpired, storedPropertiesOf } from './mqtt-message-properties.js';
 import { minQos, swapSeparators, SessionRuntime } from './mqtt-sessions.js';
+import { SessionExpiry } from './session-expiry.js';
 import { messagePropertiesBody } from '../projections/message-properties.js';
 import { publish, type PublishContext } from './publish.js';
 import { parseSharedFilter, type SharedFilter } from './shared-subscription.js';
@@ -39,26 +40,45 @@ export interface MqttCoreContext extends PublishContext {
 }
 
 export class MqttCoreImpl implements MqttCore {
-  constructor(private readonly context: MqttCoreContext) {}
+  private readonly expiry: SessionExpiry;
 
-  connect(clientId: string, cleanSession: boolean, link: MqttClientLink, reader?: MqttTopicReader): { session: MqttSessionHandle; sessionPresent: boolean; durable: Durable } {
+  constructor(private readonly context: MqttCoreContext) {
+    this.expiry = new SessionExpiry(context.committer, context.sessions, context.clock, (session) => this.discard(session));
+  }
+
+  /**
+   * `cleanSession` is 3.1.1's clean_session, or MQTT 5's Clean Start. With
+   * `options.sessionExpiryInterval` (MQTT 5) the session persists only when
+   * that is above 0 [MQTT-3.1.2-23], though a stored one is still resumed by a
+   * Clean Start of 0 (and then ends when its client leaves).
+   */
+  connect(
+    clientId: string, cleanSession: boolean, link: MqttClientLink, reader?: MqttTopicReader, options: MqttConnectOptions = {},
+  ): { session: MqttSessionHandle; sessionPresent: boolean; durable: Durable } {
     const { sessions, state, committer } = this.context;
     const existing = sessions.get(clientId);
     if (existing?.link) existing.link.takenOver();
+    this.expiry.cancel(clientId);
+    const interval = options.sessionExpiryInterval;
+    const persistent = interval === undefined ? !cleanSession : interval > 0;
     let durable: Durable;
     let session: SessionRuntime;
     let sessionPresent = false;
     if (!cleanSession && existing?.persistent) {
       session = existing;
       sessionPresent = true;
+      // The session's expiry is the latest CONNECT's (none for 3.1.1); an offline one is online again.
+      if (existing.state.expiryInterval !== interval || existing.state.expiresAt !== undefined) {
+        durable = committer.commit([record('session', { c: clientId, op: 'open', ...(interval === undefined ? {} : { e: interval }) })]);
+      }
     } else {
       if (existing) this.discard(existing);
-      if (cleanSession) {
+      if (!persistent) {
         // clean_session=1 discards a stored session [MQTT-3.1.2-6]; wait for that before CONNACK, or a crash would revive it.
         if (state.sessions.has(clientId)) durable = committer.commit([record('session', { c: clientId, op: 'end' })]);
         session = SessionRuntime.clean(clientId);
       } else {
-        durable = committer.commit([record('session', { c: clientId, op: 'open' })]);
+        durable = committer.commit([record('session', { c: clientId, op: 'open', ...(interval === undefined ? {} : { e: interval }) })]);
         session = new SessionRuntime(clientId, true, state.sessions.get(clientId)!);
       }
       sessions.set(clientId, session);
@@ -70,7 +90,21 @@ export class MqttCoreImpl implements MqttCore {
     session.link = link;
     session.reader = reader;
     session.inflight.clear();
-    return { session: new SessionHandle(this.context, session, session.generation), sessionPresent, durable };
+    return { session: new SessionHandle(this.context, session, session.generation, this.expiry), sessionPresent, durable };
+  }
+
+  /**
+   * Call once after start-up: sessions whose clients were connected when the
+   * broker stopped are offline from now, and every offline session gets its
+   * MQTT 5 expiry (ending those whose time passed while the broker was down).
+   */
+  startSessionExpiry(): void {
+    this.expiry.resumeAfterStart();
+  }
+
+  /** End the offline sessions whose expiry has come by the core's clock (their timers call this too). */
+  expireSessions(): void {
+    this.expiry.expireDue();
   }
 
   publishWill(clientId: string, will: Omit<MqttIncomingPublish, 'packetId'>): Durable {
@@ -86,6 +120,7 @@ export class MqttCoreImpl implements MqttCore {
   }
 
   private discard(session: SessionRuntime): void {
+    this.expiry.cancel(session.clientId);
     this.context.subscriptions.removeAll(session);
     this.context.sessions.delete(session.clientId);
     session.link = undefined;
@@ -99,6 +134,7 @@ class SessionHandle implements MqttSessionHandle {
     private readonly context: MqttCoreContext,
     private readonly session: SessionRuntime,
     private readonly generation: number,
+    private readonly expiry: SessionExpiry,
   ) {}
 
   get clientId(): string {
@@ -246,7 +282,7 @@ class SessionHandle implements MqttSessionHandle {
     this.context.shared.memberReady(this.session);
   }
 
-  detach(): void {
+  detach(sessionExpiryInterval?: number): void {
     if (!this.live) return;
     const session = this.session;
     session.link = undefined;
@@ -258,7 +294,9 @@ class SessionHandle implements MqttSessionHandle {
       this.context.subscriptions.removeAll(session);
       this.context.shared.leaveAll(session);
       this.context.sessions.delete(session.clientId);
+      return;
     }
+    this.expiry.left(session, sessionExpiryInterval ?? session.state.expiryInterval);
   }
 }
 

@@ -72,7 +72,11 @@ function seqList(seqs: readonly number[]): string {
 export function summarize(kind: number, body: unknown): string {
   const b = body as Record<string, unknown>;
   switch (kindName(kind)) {
-    case 'session': { const s = b as unknown as BodyOf['session']; return `client=${s.c} ${s.op}`; }
+    case 'session': {
+      const s = b as unknown as BodyOf['session'];
+      const expiry = s.e !== undefined ? ` expiry=${s.e}s` : s.until !== undefined ? ` until=${isoTime(s.until)}` : '';
+      return `client=${s.c} ${s.op}${expiry}`;
+    }
     case 'sub': { const s = b as unknown as BodyOf['sub']; return `client=${s.c} filter=${s.f} qos=${s.qos}`; }
     case 'unsub': { const s = b as unknown as BodyOf['unsub']; return `client=${s.c} filter=${s.f}`; }
     case 'msg': return summarizeMsg(b as unknown as BodyOf['msg']);

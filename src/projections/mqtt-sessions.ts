@@ -12,7 +12,18 @@ import { newSession, type BrokerState, type SessionState } from './state.js';
 
 export function applySession(state: BrokerState, body: SessionBody): void {
   if (body.op === 'open') {
-    if (!state.sessions.has(body.c)) state.sessions.set(body.c, newSession(body.c));
+    let session = state.sessions.get(body.c);
+    if (session === undefined) {
+      session = newSession(body.c);
+      state.sessions.set(body.c, session);
+    }
+    // The CONNECT that resumed it says how long it lives; a connected session has no expiry time.
+    if (body.e === undefined) delete session.expiryInterval;
+    else session.expiryInterval = body.e;
+    delete session.expiresAt;
+  } else if (body.op === 'offline') {
+    const session = state.sessions.get(body.c);
+    if (session !== undefined && body.until !== undefined) session.expiresAt = body.until;
   } else {
     state.sessions.delete(body.c);
   }

@@ -17,7 +17,7 @@
  */
 
 export const RecordKind = {
-  /** A persistent MQTT session created (`op: 'open'`) or discarded (`op: 'end'`, clean_session=1 over it). */
+  /** A persistent MQTT session created or resumed (`op: 'open'`), gone offline with an expiry (`op: 'offline'`), or discarded (`op: 'end'`). */
   session: 1,
   /** A persistent session's subscription added or its QoS changed; a `$share/{group}/{filter}` one also joins that shared group. */
   sub: 2,
@@ -64,7 +64,16 @@ export function kindName(kind: number): RecordKindName | undefined {
  */
 export type DestinationRef = { readonly c: string } | { readonly q: string } | { readonly g: string };
 
-export interface SessionBody { readonly c: string; readonly op: 'open' | 'end' }
+/**
+ * `open`: a persistent session created or resumed; `e` is its MQTT 5 Session
+ * Expiry Interval in seconds (absent: it never expires, as 3.1.1's
+ * clean_session=0 and every record before MQTT 5). `offline` (added with MQTT
+ * 5): its client left, and it expires at `until` (ms since the epoch) unless
+ * the client comes back first. `end`: discarded (a clean start over it, its
+ * expiry, or an expiry of 0 at disconnect) — written once, so a session ends
+ * exactly once however often the broker restarts.
+ */
+export interface SessionBody { readonly c: string; readonly op: 'open' | 'end' | 'offline'; readonly e?: number; readonly until?: number }
 export interface SubBody { readonly c: string; readonly f: string; readonly qos: 0 | 1 | 2 }
 export interface UnsubBody { readonly c: string; readonly f: string }
 

@@ -30,11 +30,19 @@ const readableVersions = [1, 2];
 /** seqs (f64), lsns (f64), sizes (u32), deliveries (u32), flags (u8), held messages by seq. */
 type EncodedEntries = [Uint8Array, Uint8Array, Uint8Array, Uint8Array, Uint8Array, Array<[number, StoredMessage]>];
 
+/** An MQTT 5 session's expiry interval (s) and, while it is offline, its end (ms since the epoch). */
+interface EncodedSessionExpiry { e?: number; until?: number }
+
+function sessionExpiryOf(session: SessionState): EncodedSessionExpiry {
+  return { ...(session.expiryInterval === undefined ? {} : { e: session.expiryInterval }), ...(session.expiresAt === undefined ? {} : { until: session.expiresAt }) };
+}
+
 export interface EncodedState {
   v: number;
   lastLsn: number;
   lastTimestamp: number;
-  sessions: Array<[string, Array<[string, 0 | 1 | 2]>, EncodedEntries, number, number[], Array<[number, number]>, number]>;
+  /** The trailing expiry element is present only for an MQTT 5 session with an expiry (older snapshots have none). */
+  sessions: Array<[string, Array<[string, 0 | 1 | 2]>, EncodedEntries, number, number[], Array<[number, number]>, number, EncodedSessionExpiry?]>;
   retained: RetainedValue[];
   exchanges: ExchangeState[];
   /** The trailing arguments element is present only for a queue declared with arguments (older snapshots have none). */
@@ -52,6 +60,8 @@ export interface EncodedState {
 export function encodeState(state: BrokerState, columns: 'copies' | 'views' = 'copies'): EncodedState {
   const sessions = [...state.sessions.values()].map((s) => [
     s.clientId, [...s.subscriptions], encodeEntries(s, columns), s.nextSeq, [...s.rx2], [...s.rel], s.dropped,
+    // MQTT 5 expiry, only when set: snapshots of 3.1.1 sessions keep their old shape.
+    ...(s.expiryInterval === undefined && s.expiresAt === undefined ? [] : [sessionExpiryOf(s)]),
   ] as EncodedState['sessions'][number]);
   const queues = [...state.queues.values()].map((q) => [
     q.name, q.autoDelete, encodeEntries(q, columns), q.nextSeq, q.dropped, ...(q.arguments === undefined ? [] : [{ ...q.arguments }]),
@@ -111,8 +121,11 @@ export function decodeState(encoded: EncodedState): BrokerState {
     ? decodeEntries(entries as EncodedEntries)
     : decodeVersion1Entries(entries as Array<[number, number, 1 | 2, number]>, version1));
   const sessions = new Map<string, SessionState>();
-  for (const [clientId, subs, entries, nextSeq, rx2, rel, dropped] of encoded.sessions) {
-    sessions.set(clientId, { clientId, subscriptions: new Map(subs), pending: entriesOf(entries), nextSeq, rx2: new Set(rx2), rel: new Map(rel), dropped });
+  for (const [clientId, subs, entries, nextSeq, rx2, rel, dropped, expiry] of encoded.sessions) {
+    sessions.set(clientId, {
+      clientId, subscriptions: new Map(subs), pending: entriesOf(entries), nextSeq, rx2: new Set(rx2), rel: new Map(rel), dropped,
+      ...(expiry?.e === undefined ? {} : { expiryInterval: expiry.e }), ...(expiry?.until === undefined ? {} : { expiresAt: expiry.until }),
+    });
   }
   const queues = new Map<string, QueueState>();
   for (const [name, autoDelete, entries, nextSeq, dropped, args] of encoded.queues) {

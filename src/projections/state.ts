@@ -59,6 +59,10 @@ export interface SessionState extends DestinationState {
   readonly rx2: Set<number>;
   /** Outbound QoS 2: packet id → seq of messages PUBREC'd whose PUBCOMP is owed. */
   readonly rel: Map<number, number>;
+  /** MQTT 5 Session Expiry Interval in seconds; absent: never expires (3.1.1). */
+  expiryInterval?: number;
+  /** Set while the client is away: when the session ends (ms since the epoch). */
+  expiresAt?: number;
 }
 
 export interface QueueState extends DestinationState {

@@ -15,12 +15,12 @@ import { join } from 'node:path';
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
 import type { IPublishPacket } from 'mqtt-packet';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Broker } from '../../src/core/broker.js';
-import { SegmentedLog } from '../../src/log/index.js';
-import { silentLogger } from '../../src/logger.js';
+import type { Broker } from '../../src/core/broker.js';
+import type { SegmentedLog } from '../../src/log/index.js';
 import { summarize } from '../../src/inspect/format.js';
 import { RecordKind } from '../../src/projections/records.js';
-import { startMqttServer, type MqttServer } from '../../src/protocols/mqtt/server.js';
+import type { MqttServer } from '../../src/protocols/mqtt/server.js';
+import { startInProcessBroker, stopInProcessBroker } from '../support/in-process-broker.js';
 import { until } from '../support/kit.js';
 
 let dataDir: string;
@@ -31,16 +31,11 @@ let now = 1_800_000_000_000;
 const clients: MqttClient[] = [];
 
 async function boot(): Promise<void> {
-  log = await SegmentedLog.open({ dir: dataDir, logger: silentLogger() });
-  broker = Broker.open({ log, logger: silentLogger(), clock: () => now });
-  server = await startMqttServer({ core: broker.mqtt, host: '127.0.0.1', port: 0, logger: silentLogger() });
+  ({ log, broker, server } = await startInProcessBroker(dataDir, () => now));
 }
 
 async function shutDown(): Promise<void> {
-  for (const client of clients.splice(0)) client.end(true);
-  await server.close();
-  await broker.flush();
-  await log.close().catch(() => undefined);
+  await stopInProcessBroker({ log, broker, server }, clients);
 }
 
 beforeEach(async () => {

@@ -60,6 +60,8 @@ const mqtt5Properties = fc.option(
 );
 export const brokerCommand = fc.oneof(
   fc.record({ t: fc.constant('connect' as const), c: fc.constantFrom(...clients), clean: fc.boolean() }),
+  // MQTT 5: Clean Start and a session expiry (0 ends at detach; 60 s never passes on the harness clock: an `offline` record).
+  fc.record({ t: fc.constant('connect5' as const), c: fc.constantFrom(...clients), clean: fc.boolean(), expiry: fc.constantFrom(0, 60, 0xffffffff) }),
   fc.record({ t: fc.constant('detach' as const), c: fc.constantFrom(...clients) }),
   fc.record({ t: fc.constant('subscribe' as const), c: fc.constantFrom(...clients), f: fc.constantFrom(...filters), qos }),
   fc.record({ t: fc.constant('unsubscribe' as const), c: fc.constantFrom(...clients), f: fc.constantFrom(...filters) }),
@@ -117,13 +119,15 @@ export class BrokerHarness {
   async run(c: BrokerCommand): Promise<void> {
     const { mqtt, amqp } = this.broker;
     // MQTT commands for a client that is not connected first connect it with a persistent session, so most sequences reach the durable paths.
-    if ('c' in c && c.t !== 'connect' && c.t !== 'detach' && !this.handles.has(c.c)) await this.run({ t: 'connect', c: c.c, clean: false });
+    if ('c' in c && c.t !== 'connect' && c.t !== 'connect5' && c.t !== 'detach' && !this.handles.has(c.c)) await this.run({ t: 'connect', c: c.c, clean: false });
     const session = 'c' in c ? this.handles.get(c.c) : undefined;
     try {
       switch (c.t) {
-        case 'connect': {
+        case 'connect':
+        case 'connect5': {
           const link = new RecordingLink();
-          const { session: handle, durable } = mqtt.connect(c.c, c.clean, link);
+          const options = c.t === 'connect5' ? { sessionExpiryInterval: c.expiry } : {};
+          const { session: handle, durable } = mqtt.connect(c.c, c.clean, link, undefined, options);
           await durable;
           handle.start();
           this.handles.set(c.c, { handle, link });

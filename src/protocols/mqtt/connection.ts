@@ -116,6 +116,8 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
   inflightMax: number | undefined = undefined;
   /** MQTT 5: the largest packet the client accepts [MQTT-3.1.2-24]. */
   clientPacketBytesMax: number | undefined = undefined;
+  /** MQTT 5: the CONNECT's Session Expiry Interval (s); a DISCONNECT may change it, though not from 0 [MQTT-3.14.2-2]. */
+  sessionExpiryInterval: number | undefined = undefined;
   /** MQTT 5: ids of the client's QoS 1/2 PUBLISHes not yet finished (PUBACK or PUBCOMP sent), bounded by our Receive Maximum. */
   private readonly inboundUnfinished = new Set<number>();
 
@@ -376,7 +378,13 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
   }
 
   /** DISCONNECT: the will is discarded [MQTT-3.14.4-3], unless a v5 client asked for it (reason 0x04) [MQTT-3.14.2.1]. */
-  disconnect(publishWill = false): void {
+  disconnect(publishWill = false, sessionExpiryInterval?: number): void {
+    if (sessionExpiryInterval !== undefined) {
+      if (this.sessionExpiryInterval === 0 && sessionExpiryInterval !== 0) {
+        throw new MqttProtocolError('DISCONNECT sets a session expiry after CONNECT set 0 [MQTT-3.14.2-2]', 'protocol-violation', 'disconnect');
+      }
+      this.sessionExpiryInterval = sessionExpiryInterval;
+    }
     const will = this.will;
     this.will = undefined;
     this.close('client-disconnect');
@@ -569,7 +577,7 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
     this.sessionValue = undefined;
     this.will = undefined;
     // After a takeover the session belongs to the new connection: leave it alone.
-    if (session !== undefined && reason !== 'taken-over') session.detach();
+    if (session !== undefined && reason !== 'taken-over') session.detach(this.sessionExpiryInterval);
     if (wasConnected && will !== undefined && !isNormalClose(reason)) this.publishWill(will);
     this.releaseSocket(reason, disconnect !== undefined);
     this.logger.debug({ reason, droppedDeliveries: this.droppedDeliveries }, 'MQTT connection closed');

@@ -48,7 +48,9 @@ export async function handleConnect(connection: MqttConnection, packet: IConnect
   const v5 = packet.protocolVersion === 5;
   if (v5) refuseEnhancedAuthentication(packet);
   // MQTT 5 splits clean_session in two: Clean Start, and a session that outlives the connection only with an expiry > 0 [MQTT-3.1.2-23].
-  const cleanSession = v5 ? packet.clean !== false || (packet.properties?.sessionExpiryInterval ?? 0) === 0 : packet.clean !== false;
+  const cleanSession = packet.clean !== false;
+  const sessionExpiryInterval = v5 ? (packet.properties?.sessionExpiryInterval ?? 0) : undefined;
+  connection.sessionExpiryInterval = sessionExpiryInterval;
   const clientId = chooseClientId(packet.clientId, cleanSession, v5);
   if (v5) acceptClientLimits(connection, packet);
   const will = readWill(packet);
@@ -69,7 +71,8 @@ export async function handleConnect(connection: MqttConnection, packet: IConnect
     throw new MqttConnectRefusedError(ConnackReturnCode.notAuthorized, `the ACL does not let '${username ?? ''}' publish its will topic '${will.topic.slice(0, 128)}'`);
   }
 
-  const { session, sessionPresent, durable } = core.connect(clientId, cleanSession, connection, acl === undefined ? undefined : connection.topicAccess);
+  const reader = acl === undefined ? undefined : connection.topicAccess;
+  const { session, sessionPresent, durable } = core.connect(clientId, cleanSession, connection, reader, { sessionExpiryInterval });
   connection.attach(clientId, session, will, username);
   if (durable !== undefined) {
     try {
