@@ -20,6 +20,7 @@
  * is then the member session's, as for its own messages. Retained messages
  * are never sent on a shared subscription (§4.8.2).
  */
+import { outgoingPropertiesOf } from './mqtt-message-properties.js';
 import { EntryFlag, EntryQueue, type EntryView } from '../projections/entry-queue.js';
 import { isSharedFilter, sharedFilterPrefix } from '../projections/shared-groups.js';
 import type { BrokerState, GroupState, StoredMessage } from '../projections/state.js';
@@ -309,9 +310,11 @@ export class SharedSubscriptions {
     }
     const qos = minQos(qosOf(entry.flags), group.memberQos.get(member) ?? 0);
     const durable = (entry.flags & EntryFlag.durable) !== 0;
+    // MQTT 5 properties travel to a group member as to any subscriber (the expiry as what is left of it).
+    const properties = message.mqttProperties === undefined ? undefined : outgoingPropertiesOf(message.mqttProperties, Date.now());
     this.context.observer.messageOut('mqtt');
     if (qos === 0) {
-      member.link!.sendPublish({ topic, payload: message.payload, qos: 0, retain: false, dup: false });
+      member.link!.sendPublish({ topic, payload: message.payload, qos: 0, retain: false, dup: false, properties });
       this.finish(group, entry);
       return;
     }
@@ -319,7 +322,7 @@ export class SharedSubscriptions {
     member.sharedInflight.set(packetId, { group, entry });
     group.inflight++;
     if (durable) this.context.committer.settleLater('deliver', { g: group.name }, entry.seq);
-    member.link!.sendPublish({ topic, payload: message.payload, qos, retain: false, dup: entry.deliveries > 0, packetId });
+    member.link!.sendPublish({ topic, payload: message.payload, qos, retain: false, dup: entry.deliveries > 0, packetId, properties });
   }
 
   private finish(group: SharedGroup, entry: EntryView<StoredMessage>): void {
