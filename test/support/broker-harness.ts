@@ -42,8 +42,8 @@ const keys = ['a.b', 'a.c', 'x', 'q0', 'q1', 'a.*', '#'];
 const qos = fc.constantFrom<0 | 1 | 2>(0, 1, 2);
 const payload = fc.uint8Array({ maxLength: 24 });
 /**
- * MQTT 5 properties on some publishes (the msg and retain records' `m`). The harness clock moves 1 ms per
- * record, so an expiry of 0 s expires at the first pump (a `drop` with why=expired) and 1 s never does.
+ * MQTT 5 properties on some publishes (the msg and retain records' `m`). An expiry of 0 s expires at the
+ * first pump (a `drop` with why=expired); 1 s expires after a 1000 ms tick of the harness clock.
  */
 const mqtt5Properties = fc.option(
   fc.record(
@@ -60,7 +60,7 @@ const mqtt5Properties = fc.option(
 );
 export const brokerCommand = fc.oneof(
   fc.record({ t: fc.constant('connect' as const), c: fc.constantFrom(...clients), clean: fc.boolean() }),
-  // MQTT 5: Clean Start and a session expiry (0 ends at detach; 60 s never passes on the harness clock: an `offline` record).
+  // MQTT 5: Clean Start and a session expiry (0 ends at detach; 60 s gives an `offline` record).
   fc.record({ t: fc.constant('connect5' as const), c: fc.constantFrom(...clients), clean: fc.boolean(), expiry: fc.constantFrom(0, 60, 0xffffffff) }),
   fc.record({ t: fc.constant('detach' as const), c: fc.constantFrom(...clients) }),
   fc.record({ t: fc.constant('subscribe' as const), c: fc.constantFrom(...clients), f: fc.constantFrom(...filters), qos }),
