@@ -14,13 +14,17 @@ import * as os from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { pino, type Logger } from 'pino';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { checksum64 } from '../../src/log/checksum.js';
 import { CorruptRecordError, judgeDataDirectory, LogInconsistentError, LostRecordsError, SegmentedLog, SegmentHeaderError, type AppendRecord } from '../../src/log/index.js';
 import { encodeFrame } from '../../src/log/record.js';
 import { encodeSegmentHeader, segmentHeaderBytes } from '../../src/log/segment.js';
 import { encodeSnapshotHeader, snapshotFileName } from '../../src/log/snapshot.js';
 import { announceSeed } from '../support/kit.js';
+
+// Hundreds of small logs, each fsynced: fast alone (3-10 s), but in a full run beside the crash and JetStream
+// tests one took over 60 s (fsyncs waiting behind the other file's disk traffic). The guard is for hangs, not speed.
+vi.setConfig({ testTimeout: 240_000 });
 
 const root = fs.mkdtempSync(join(os.tmpdir(), 'cairn-log-recovery-'));
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }));

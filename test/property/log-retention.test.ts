@@ -15,11 +15,15 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { SegmentedLog, type SegmentInfo } from '../../src/log/index.js';
 import { planRetention, type RetentionCandidate } from '../../src/log/retention.js';
 import { snapshotFileName } from '../../src/log/snapshot.js';
 import { announceSeed } from '../support/kit.js';
+
+// Hundreds of small logs, each fsynced: fast alone (3-10 s), but in a full run beside the crash and JetStream
+// tests one took over 60 s (fsyncs waiting behind the other file's disk traffic). The guard is for hangs, not speed.
+vi.setConfig({ testTimeout: 240_000 });
 
 const root = fs.mkdtempSync(join(os.tmpdir(), 'cairn-log-retention-'));
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
