@@ -3,11 +3,10 @@
  * when scraped; nothing is counted on the hot paths for them, so they cannot
  * drift from what they describe.
  *
- * Object metrics (rabbitmq_queue_*) are registered twice: unlabelled sums in
- * the aggregated registry (/metrics), one series per queue {vhost, queue} in
- * the per-object registry (/metrics/per-object), as RabbitMQ's plugin does.
- * Per-queue series stop at `queueSeriesMax` queues (a scrape must stay
- * bounded); the aggregated sums always count every queue.
+ * Object metrics (rabbitmq_queue_*) are unlabelled sums here, in the
+ * aggregated registry (/metrics); /metrics/per-object has one series per
+ * queue {vhost, queue} instead (metrics-per-queue.ts), as RabbitMQ's plugin
+ * does. The aggregated sums always count every queue.
  */
 import { hostname } from 'node:os';
 import { Counter, Gauge, type Registry } from 'prom-client';
@@ -20,14 +19,11 @@ import { oldestLiveMessage } from './projections/pins.js';
 import type { LsnRange } from './log/index.js';
 import type { ManagedConnection } from './protocols/connection-description.js';
 import { metricNames } from './metric-names.js';
-
-/** Queues beyond this many get no per-object series of their own (they still count in the aggregated sums). */
-export const queueSeriesMax = 10_000;
+import { queueFamilies } from './metrics-per-queue.js';
 
 export interface MetricsRegistries {
   readonly shared: Registry;
   readonly aggregated: Registry;
-  readonly perObject: Registry;
 }
 
 export interface ConnectionSource {
@@ -219,28 +215,8 @@ function registerConnectionGauges(registers: Registry[], broker: Broker, source:
   });
 }
 
-const queueFamilies = [
-  [metricNames.queueMessagesReady, 'Messages ready to be delivered to consumers', 'ready'],
-  [metricNames.queueMessagesUnacked, 'Messages delivered to consumers but not yet acknowledged', 'unacknowledged'],
-  [metricNames.queueMessages, 'Sum of ready and unacknowledged messages - total queue depth', 'messages'],
-  [metricNames.queueConsumers, 'Consumers on a queue', 'consumers'],
-] as const;
-
 function registerQueueGauges(registries: MetricsRegistries, broker: Broker): void {
   for (const [name, help, field] of queueFamilies) {
     new Gauge({ name, help, registers: [registries.aggregated], collect() { this.set(queueTotals(broker)[field]); } });
-    new Gauge({
-      name, help, labelNames: ['vhost', 'queue'] as const, registers: [registries.perObject],
-      collect() {
-        this.reset();
-        let series = 0;
-        for (const queue of broker.queues.values()) {
-          if (series++ >= queueSeriesMax) break;
-          const unacknowledged = queue.unacked.size;
-          const values = { ready: queue.readyCount, unacknowledged, messages: queue.readyCount + unacknowledged, consumers: queue.consumers.length };
-          this.set({ vhost: '/', queue: queue.name }, values[field]);
-        }
-      },
-    });
   }
 }

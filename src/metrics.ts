@@ -30,6 +30,7 @@ import { assert } from './assert.js';
 import type { Broker } from './core/broker.js';
 import { metricNames } from './metric-names.js';
 import { registerBrokerGauges } from './metrics-gauges.js';
+import { perQueueExposition } from './metrics-per-queue.js';
 import type { ManagedConnection } from './protocols/connection-description.js';
 import { version } from './version.js';
 
@@ -59,8 +60,6 @@ export class Metrics {
   private readonly shared = new Registry();
   /** Object metrics summed over objects (/metrics). */
   private readonly aggregatedObjects = new Registry();
-  /** Object metrics one series per object (/metrics/per-object). */
-  private readonly perObjectObjects = new Registry();
   private readonly in: ProtocolCounters;
   private readonly out: ProtocolCounters;
   private readonly inTotals: Record<MetricsProtocol, number> = { mqtt: 0, amqp: 0 };
@@ -78,7 +77,6 @@ export class Metrics {
   private readonly openedTotals: Record<MetricsProtocol, number> = { mqtt: 0, amqp: 0 };
   private collecting: Broker | undefined = undefined;
   private aggregatedView: Registry | undefined;
-  private perObjectView: Registry | undefined;
 
   constructor() {
     const registers = [this.shared];
@@ -181,7 +179,7 @@ export class Metrics {
     assert(this.collecting === undefined, 'Metrics.collectFrom: these registries already describe another broker');
     this.collecting = broker;
     const openConnections = (): number => this.connectionCounts.mqtt + this.connectionCounts.amqp;
-    registerBrokerGauges({ shared: this.shared, aggregated: this.aggregatedObjects, perObject: this.perObjectObjects }, broker, { openConnections, ...(clients ? { clients } : {}) });
+    registerBrokerGauges({ shared: this.shared, aggregated: this.aggregatedObjects }, broker, { openConnections, ...(clients ? { clients } : {}) });
   }
 
   /** The /metrics exposition (object metrics aggregated). */
@@ -190,10 +188,10 @@ export class Metrics {
     return this.aggregatedView.metrics();
   }
 
-  /** The /metrics/per-object exposition (one series per queue). */
+  /** The /metrics/per-object exposition (one series per queue; an empty one before collectFrom). */
   async perObjectText(): Promise<string> {
-    this.perObjectView ??= Registry.merge([this.shared, this.perObjectObjects]);
-    return this.perObjectView.metrics();
+    const shared = await this.shared.metrics();
+    return this.collecting === undefined ? shared : `${shared}${perQueueExposition(this.collecting)}`;
   }
 
   get contentType(): string {

@@ -30,17 +30,16 @@ import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
 import { interleavedCases, medianRuns, throughputRuns, timeRoundTrips, type LatencySummary, type RoundTripCase } from './bench-side-by-side.js';
 import { durableTargetRows, rawDiskOpeners, rawDiskRows, threadTimeRow } from './bench-durable-floor.js';
 import { timedCase, type TimedCase } from './bench-thread-times.js';
-import { startScraperProcess } from './bench-scraper-process.js';
 import { startCairnProcess, stopChild, type CairnProcess } from './cairn-process.js';
 
 const payload = Buffer.alloc(100, 0x61);
 const latencyCount = 2000;
 // Unmeasured publishes before each latency case, the same for both brokers (JIT warm-up).
 const warmUpPublishes = 2000;
-const throughputCount = 20_000;
+export const throughputCount = 20_000;
 const stallMs = 5_000;
 /** Members of the shared subscription in the shared-subscription throughput case. */
-const sharedMembers = 4;
+export const sharedMembers = 4;
 
 // ---- shared helpers (also used by bench-amqp.ts) ---------------------------
 
@@ -53,13 +52,9 @@ export function tempDir(prefix: string): { dir: string; remove(): void } {
   return { dir, remove: () => fs.rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** With CAIRN_BENCH_SCRAPE=1 the HTTP listener is on and bench-scraper.ts, a process of its own, loads it while the cases run. */
-export const scrapeWhileBenchmarking = process.env['CAIRN_BENCH_SCRAPE'] === '1';
-const scrapedQueues = 1_000;
-
-/** Starts `cairn serve` on OS-picked ports (no HTTP listener unless scraped). */
+/** Starts `cairn serve` on OS-picked ports, without its HTTP listener. */
 export function startCairn(dataDir: string): Promise<CairnProcess> {
-  return startCairnProcess(dataDir, scrapeWhileBenchmarking ? [] : ['--http-port', 'off']);
+  return startCairnProcess(dataDir, ['--http-port', 'off']);
 }
 
 export function commandExists(name: string): boolean {
@@ -150,13 +145,15 @@ export async function openOfflineSubscriberQos1(port: number, topic: string): Pr
   return openSequentialQos1(port, topic, async () => (await connect(port, clientId, true)).endAsync());
 }
 
-interface Throughput { readonly rate: number; readonly received: number; readonly acked: number }
+export interface Throughput { readonly rate: number; readonly received: number; readonly acked: number; readonly seconds: number }
 
 /** Publisher → one live clean subscriber, or (sharedMembers > 0) the members of one shared subscription `$share/bench/TOPIC`. */
-async function throughput(port: number, topic: string, qos: 0 | 1, sharedMembers = 0): Promise<Throughput> {
+export async function throughput(port: number, topic: string, qos: 0 | 1, sharedMembers = 0): Promise<Throughput> {
   const filter = sharedMembers === 0 ? topic : `$share/bench/${topic}`;
   const subscribers = await Promise.all(Array.from({ length: Math.max(1, sharedMembers) }, (_, i) => connect(port, `bench-sub-${topic}-${i}`)));
   const publisher = await connect(port, `bench-tpub-${topic}`);
+  // Un-awaited publishes each wait for 'drain' on a full socket: as many listeners as publishes in flight.
+  publisher.stream.setMaxListeners(throughputCount + 1);
   try {
     await Promise.all(subscribers.map((subscriber) => subscriber.subscribeAsync(filter, { qos })));
     let received = 0;
@@ -183,7 +180,7 @@ async function throughput(port: number, topic: string, qos: 0 | 1, sharedMembers
       }),
     ]);
     const seconds = (lastAt - started) / 1000;
-    return { rate: received / seconds, received, acked: qos === 0 ? Number.NaN : acked };
+    return { rate: received / seconds, received, acked: qos === 0 ? Number.NaN : acked, seconds };
   } finally {
     for (const subscriber of subscribers) subscriber.end(true);
     publisher.end(true);
@@ -242,7 +239,6 @@ export async function benchMqtt(): Promise<void> {
   try {
     const broker = await startCairn(cairnData.dir);
     let other: { port: number; stop(): Promise<void> } | undefined;
-    const scraper = scrapeWhileBenchmarking ? await startScraperProcess(broker.httpPort, scrapedQueues) : undefined;
     try {
       if (commandExists('mosquitto')) other = await startMosquitto(mosquittoDir.dir);
       const measured = await runCases(other === undefined ? [broker.mqttPort] : [broker.mqttPort, other.port], broker.child.pid);
@@ -250,8 +246,6 @@ export async function benchMqtt(): Promise<void> {
       cairnThreads = measured.cairnThreads;
       [cairn, mosquitto] = measured.results as [MqttResults, MqttResults | undefined];
     } finally {
-      const scraped = await scraper?.stop();
-      if (scraped) console.log(`scraper (its own process): ${scraped.rounds} rounds of ${scrapedQueues} queues (/metrics, /metrics/per-object, /api/queues, /api/overview, console's queue list), slowest round ${fmt(scraped.slowestRoundMs, 1)} ms, ${scraped.failures} failed requests`);
       await broker.stop();
       await other?.stop();
     }

@@ -2,7 +2,7 @@
  * Starts and stops the benchmarks' monitoring load (bench-scraper.ts) as a
  * child process: the built dist/tools/bench-scraper.js with the broker's HTTP
  * port, so the scraper's requests and parsing run outside the process that
- * measures the broker.
+ * measures the broker. Its stdout is one JSON line per event, read in order.
  */
 import { spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
@@ -13,16 +13,22 @@ const here = import.meta.dirname;
 const script = here.endsWith(join('dist', 'tools')) ? resolve(here, 'bench-scraper.js') : resolve(here, '../dist/tools/bench-scraper.js');
 /** Declaring 1,000 queues through the API takes a few seconds on a loaded machine. */
 const readyTimeoutMs = 120_000;
-const stopTimeoutMs = 10_000;
+/** A round in progress ends within this even on a loaded machine. */
+const replyTimeoutMs = 30_000;
 
 export interface ScraperProcess {
+  /** Pauses the scraper once its round in progress is done; resolves with the rounds it has made so far. */
+  pause(): Promise<number>;
+  /** Resumes it with a round at once. */
+  resume(): void;
   /** Stops the scraper (SIGTERM); resolves with what it did. */
   stop(): Promise<ScraperTotals>;
 }
 
 export function startScraperProcess(httpPort: number, queues: number): Promise<ScraperProcess> {
-  const child = spawn(process.execPath, [script, String(httpPort), String(queues)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [script, String(httpPort), String(queues)], { stdio: ['pipe', 'pipe', 'pipe'] });
   const lines: string[] = [];
+  let read = 0;
   let stderr = '';
   let buffered = '';
   const waiters: Array<() => void> = [];
@@ -35,10 +41,10 @@ export function startScraperProcess(httpPort: number, queues: number): Promise<S
     for (const wake of waiters.splice(0)) wake();
   });
   const exited = new Promise<number | null>((done) => child.once('exit', (code) => { for (const wake of waiters.splice(0)) wake(); done(code); }));
-  /** The `index`th JSON line of the scraper, or an error naming its stderr once it exited or timed out. */
-  const line = async (index: number, timeoutMs: number, what: string): Promise<unknown> => {
+  /** The scraper's next JSON line, or an error naming its stderr once it exited or timed out. */
+  const nextLine = async (timeoutMs: number, what: string): Promise<unknown> => {
     const deadline = Date.now() + timeoutMs;
-    while (lines.length <= index) {
+    while (lines.length <= read) {
       if (child.exitCode !== null || child.signalCode !== null || Date.now() >= deadline) {
         child.kill('SIGKILL');
         throw new Error(`the scraper process ${child.exitCode !== null || child.signalCode !== null ? 'exited' : 'timed out'} before ${what}: ${stderr.trim()}`);
@@ -48,12 +54,17 @@ export function startScraperProcess(httpPort: number, queues: number): Promise<S
         setTimeout(wake, 500);
       });
     }
-    return JSON.parse(lines[index]!) as unknown;
+    return JSON.parse(lines[read++]!) as unknown;
   };
-  return line(0, readyTimeoutMs, 'declaring its queues').then(() => ({
+  return nextLine(readyTimeoutMs, 'declaring its queues').then(() => ({
+    pause: async () => {
+      child.stdin.write('pause\n');
+      return (await nextLine(replyTimeoutMs, 'pausing') as { paused: number }).paused;
+    },
+    resume: () => { child.stdin.write('resume\n'); },
     stop: async () => {
       child.kill('SIGTERM');
-      const totals = await line(1, stopTimeoutMs, 'reporting its totals') as ScraperTotals;
+      const totals = await nextLine(replyTimeoutMs, 'reporting its totals') as ScraperTotals;
       await exited;
       return totals;
     },

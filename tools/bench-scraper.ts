@@ -11,8 +11,13 @@
  * with the measured clients for the bench process's event loop: like a real
  * Prometheus, it loads only the broker. It prints one JSON line when the
  * queues are declared ({"ready":true}) and one when SIGTERM stops it (its
- * ScraperTotals).
+ * ScraperTotals). A line `pause` on its stdin stops it after the round in
+ * progress, which it confirms with a line {"paused":ROUNDS_SO_FAR}, and
+ * `resume` starts a round at once: the scrape bench alternates windows with
+ * and without this load inside one run (bench-scrape.ts).
  */
+import { createInterface } from 'node:readline';
+
 export interface ScraperTotals {
   readonly rounds: number;
   /** The slowest round (ms). */
@@ -30,15 +35,26 @@ async function declareQueues(base: string, queues: number): Promise<void> {
   }
 }
 
-/** Rounds of GETs, one a second, until `stopped()`. */
+/** Rounds of GETs, one a second, until `stopped()`; none between `pause` and `resume` on stdin. */
 async function scrape(base: string, stopped: () => boolean): Promise<ScraperTotals> {
   const paths = ['/metrics', '/metrics/per-object', '/api/queues', '/api/overview', `/api/queues?columns=${consoleColumns}`];
   let rounds = 0;
   let failures = 0;
   let slowestRoundMs = 0;
+  let paused = false;
   let wake: (() => void) | undefined;
   process.once('SIGTERM', () => wake?.());
+  const commands = createInterface({ input: process.stdin });
+  commands.on('line', (command) => {
+    paused = command.trim() === 'pause';
+    if (!paused) wake?.();
+  });
   while (!stopped()) {
+    if (paused) {
+      process.stdout.write(`${JSON.stringify({ paused: rounds })}\n`);
+      while (paused && !stopped()) await new Promise<void>((resolve) => { wake = resolve; });
+      continue;
+    }
     const started = performance.now();
     for (const path of paths) {
       const response = await fetch(`${base}${path}`).catch(() => undefined);
@@ -53,6 +69,7 @@ async function scrape(base: string, stopped: () => boolean): Promise<ScraperTota
       setTimeout(resolve, Math.max(0, roundIntervalMs - took));
     });
   }
+  commands.close();
   return { rounds, slowestRoundMs, failures };
 }
 

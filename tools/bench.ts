@@ -13,6 +13,7 @@ import { benchInspect } from './bench-inspect.js';
 import { benchLog } from './bench-log.js';
 import { benchMqtt } from './bench-mqtt.js';
 import { benchReplay } from './bench-replay.js';
+import { benchScrape } from './bench-scrape.js';
 import { benchTopics } from './bench-topics.js';
 
 interface BenchSuite {
@@ -25,6 +26,7 @@ const suites: readonly BenchSuite[] = [
   { name: 'replay', run: benchReplay },
   { name: 'topics', run: benchTopics },
   { name: 'mqtt', run: benchMqtt },
+  { name: 'scrape', run: benchScrape },
   { name: 'amqp', run: benchAmqp },
   { name: 'backlog', run: benchBacklog },
   { name: 'inspect', run: benchInspect },
