@@ -51,6 +51,8 @@ export interface ServeConfig extends EdgeConfig {
   /** --log nats://…/stream: the JetStream log instead of the file log in dataDir (served-log.ts). */
   readonly logAddress: JetStreamAddress | undefined;
   readonly natsCredsFile: string | undefined;
+  /** Replicas of a stream (and its buckets) that --log creates. */
+  readonly natsReplicas: number;
   /** How long the JetStream log's writer lease outlives its holder's last renewal: the standby's takeover delay. */
   readonly leaseTtlMs: number;
 }
@@ -73,6 +75,9 @@ const leaseTtlKind: ValueKind<number> = {
   ...durationKind,
   check: (value) => durationKind.check(value) ?? (parseDuration(value)! < leaseTtlMsMin ? `must be at least ${leaseTtlMsMin} ms` : undefined),
 };
+
+/** JetStream replicates a stream on 1 to 5 servers (R1, R3 and R5 are the usual layouts). */
+const natsReplicasKind: ValueKind<number> = { ...choiceKind(['1', '2', '3', '4', '5'] as const), valueName: 'N', convert: Number };
 
 /** A configuration the user got wrong: exit 2, like every usage error. */
 export const ConfigError = UsageError;
@@ -138,6 +143,7 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: 'sys-interval', ...kinds.seconds, valueName: 'SECONDS', env: 'CAIRN_SYS_INTERVAL', fallback: '10', help: 'seconds between MQTT $SYS topic updates (0: no $SYS topics)' },
   { name: 'log', ...logAddressKind, env: 'CAIRN_LOG', help: 'replicate the log in a NATS JetStream stream instead of --data: nats://host:4222,host2:4222/stream (tls:// for TLS); nodes on one stream fail over' },
   { name: 'nats-creds', ...textKind('FILE'), env: 'CAIRN_NATS_CREDS', help: 'NATS credentials file (.creds) for --log' },
+  { name: 'nats-replicas', ...natsReplicasKind, env: 'CAIRN_NATS_REPLICAS', fallback: '3', help: 'with --log: replicas of the stream, its snapshot bucket and lease a new log creates (an existing stream keeps its own); 1 for a single nats-server, 3 for production' },
   { name: 'lease-ttl', ...leaseTtlKind, env: 'CAIRN_LEASE_TTL', fallback: '5s', help: 'with --log: how long the writer lease outlives its holder (a standby takes over after it)' },
   {
     name: 'accept-lost-records-after', ...kinds.lsn, env: 'CAIRN_ACCEPT_LOST_RECORDS_AFTER',
@@ -210,6 +216,7 @@ export function serveConfigOf(parsed: ParsedCommand): ServeConfig {
     acceptLostRecordsAfter: optional('accept-lost-records-after', kinds.lsn),
     logAddress: optional('log', logAddressKind),
     natsCredsFile: get('nats-creds'),
+    natsReplicas: natsReplicasKind.convert(required('nats-replicas')),
     leaseTtlMs: leaseTtlKind.convert(required('lease-ttl')),
   };
 }

@@ -79,7 +79,7 @@ export async function openJetStreamServedLog({ config, logger, onFailed }: Serve
     let log: JetStreamLog | undefined;
     let standbySince: number | undefined;
     lease = await WriterLease.acquire({
-      connection, stream: address.stream, holder: `${hostname()}:${process.pid}`, ttlMs: config.leaseTtlMs, logger: logLogger,
+      connection, stream: address.stream, holder: `${hostname()}:${process.pid}`, ttlMs: config.leaseTtlMs, replicas: config.natsReplicas, logger: logLogger,
       onWaiting: (heldBy) => {
         if (standbySince !== undefined) return;
         standbySince = performance.now();
@@ -88,7 +88,7 @@ export async function openJetStreamServedLog({ config, logger, onFailed }: Serve
       onLost: (reason) => log?.fail(`this node no longer writes the log: ${reason}`, undefined, 'EDEPOSED'),
     });
     const opening = performance.now();
-    log = await JetStreamLog.open({ address, connection, fence: true, logger: logLogger, onFailed });
+    log = await JetStreamLog.open({ address, connection, fence: true, replicas: config.natsReplicas, logger: logLogger, onFailed });
     logger.info({ stream: address.stream, nextLsn: log.nextLsn, readMs: Math.round(performance.now() - opening), standbyMs: standbySince === undefined ? 0 : Math.round(performance.now() - standbySince) }, 'took the writer lease: this node writes the log');
     const [opened, held] = [log, lease];
     return {

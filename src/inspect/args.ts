@@ -58,7 +58,7 @@ export function pointProblem(value: string): string | undefined {
 
 // ───────────── flags shared by the subcommands ─────────────
 
-export const dataFlag: FlagSpec = { name: 'data', kind: 'value', valueName: 'DIR', required: true, help: 'the data directory to read (safe on a live broker: read-only)' };
+export const dataFlag: FlagSpec = { name: 'data', kind: 'value', valueName: 'DIR', required: true, help: 'the data directory to read, or a JetStream log nats://host:4222/stream (credentials: CAIRN_NATS_CREDS); read-only, safe on a live broker' };
 export const jsonFlag: FlagSpec = { name: 'json', kind: 'boolean', help: 'one JSON object per line instead of a table' };
 export const timeFlag = (name: string, help: string): FlagSpec => ({ name, kind: 'value', valueName: 'TIME', help, check: timeProblem });
 export const lsnFlag = (name: string, help: string): FlagSpec => ({ name, kind: 'value', valueName: 'LSN', help, check: lsnProblem });

@@ -8,11 +8,11 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { LogRecord } from '../log/index.js';
-import { dataFlag, jsonFlag, requiredString, type CommandSpec, type ParsedFlags } from './args.js';
+import { dataFlag, jsonFlag, requiredString, UsageError, type CommandSpec, type ParsedFlags } from './args.js';
 import { filterFlags, matches, parseFilter, pastEnd, readStart, type RecordFilter } from './filter.js';
 import { isoTime, kindLabel, summarize, toJsonValue } from './format.js';
 import { Progress, type InspectIo } from './progress.js';
-import { openSource, type LogSource } from './source.js';
+import { isJetStreamLocation, openSource, type LogSource } from './source.js';
 import { writeLine } from './output.js';
 
 const followPollMs = 250;
@@ -29,7 +29,8 @@ export async function inspectRecords(flags: ParsedFlags, io: InspectIo): Promise
   const filter = parseFilter(flags, Date.now());
   const json = flags.booleans.has('json');
   const print = (record: LogRecord): Promise<void> => writeLine(io.stdout, json ? recordJson(record) : recordRow(record));
-  let source = openSource(dir);
+  if (flags.booleans.has('follow') && isJetStreamLocation(dir)) throw new UsageError('--follow reads a data directory; on a JetStream log, run the command again with --from N (or follow the stream with the nats CLI)');
+  let source = await openSource(dir);
   let state = { printed: 0, nextLsn: filter.fromLsn ?? source.firstLsn, done: false };
   state = await printRange(source, filter, { lsn: undefined }, state, print, io);
   if (!flags.booleans.has('follow')) return 0;
@@ -37,7 +38,7 @@ export async function inspectRecords(flags: ParsedFlags, io: InspectIo): Promise
   while (!state.done && !isAborted(io)) {
     await sleep(followPollMs, undefined, io.signal ? { signal: io.signal } : {}).catch(() => undefined);
     if (isAborted(io)) break;
-    source = openSource(dir);
+    source = await openSource(dir);
     if (source.lastLsn >= state.nextLsn) state = await printRange(source, filter, { lsn: state.nextLsn }, state, print, io);
   }
   return 0;

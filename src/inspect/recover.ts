@@ -12,6 +12,11 @@
  * and retention keeps those segments) — or from S+1 when nothing is queued —
  * up to N are copied, then S is written into NEWDIR. Start-up loads S,
  * replays the rest, and reads queued messages from the copied segments.
+ *
+ * The source may be a JetStream log (`--from nats://host/stream`): the new
+ * directory is a file log. A writer's takeover fence takes an LSN without a
+ * record: fences before the first copied record are skipped (the new log
+ * starts after them), one among the copied records is refused, naming it.
  */
 import * as fs from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -29,7 +34,7 @@ import { isoTime } from './format.js';
 import { writeLines } from './output.js';
 import { replayBase, resolvePoint } from './project.js';
 import { Progress, type InspectIo } from './progress.js';
-import { describeRange, openSource } from './source.js';
+import { describeRange, openSource, type LogSource } from './source.js';
 
 const appendBatchRecords = 4096;
 
@@ -37,7 +42,7 @@ export const recoverCommand: CommandSpec = {
   name: 'recover',
   summary: 'Writes a new data directory whose state is the state right after record N (--lsn) or after the last record\nat or before a time (--time). The source directory is only read.',
   flags: [
-    { name: 'from', kind: 'value', valueName: 'DIR', required: true, help: 'the data directory to recover from (read-only)' },
+    { name: 'from', kind: 'value', valueName: 'DIR', required: true, help: 'the data directory to recover from, or a JetStream log nats://host:4222/stream (credentials: CAIRN_NATS_CREDS); only read' },
     { name: 'to', kind: 'value', valueName: 'NEWDIR', required: true, help: 'a new or empty directory to write' },
     lsnFlag('lsn', 'recover to right after this LSN'),
     timeFlag('time', 'recover to the last record at or before this time'),
@@ -52,7 +57,7 @@ export async function runRecoverCommand(flags: ParsedFlags, io: InspectIo): Prom
   const timeValue = flags.strings.get('time');
   if ((lsnValue === undefined) === (timeValue === undefined)) throw new UsageError('give exactly one of --lsn N or --time T');
   if (resolve(fromDir) === resolve(toDir)) throw new UsageError('--to must be a new directory, not the source');
-  const source = openSource(fromDir);
+  const source = await openSource(fromDir);
   const target = resolvePoint(source, lsnValue !== undefined ? { lsn: parseLsn('lsn', lsnValue) } : { time: parseTime('time', timeValue!, Date.now()) });
   const base = replayBase(source, target);
   if (base === undefined) throw new UsageError(`cannot recover to LSN ${target}: no valid snapshot at or before it and ${describeRange(source)}`);
@@ -71,7 +76,16 @@ export async function runRecoverCommand(flags: ParsedFlags, io: InspectIo): Prom
       fs.closeSync(await createSegment(nodeFileSystem, toDir, copyFrom));
       // The log opens only on a snapshot at or after its start: while the pinned records are copied, a
       // placeholder (an empty state at copyFrom - 1) stands in for S, which would lie beyond the log's end.
-      if (copyFrom <= base.snapshotLsn) await writeSnapshotFile(nodeFileSystem, toDir, copyFrom - 1, encode(encodeState({ ...initialState(), lastLsn: copyFrom - 1 })));
+      if (copyFrom <= base.snapshotLsn) await writeEmptyState(toDir, copyFrom - 1);
+    } else {
+      // A JetStream log starts with its first writer's fence (an LSN without a record): the new log starts
+      // after the leading fences, on the empty state they leave (kept: it is the true state there).
+      const first = firstRecordLsn(source.reader, copyFrom, target);
+      if (first > copyFrom) {
+        copyFrom = first;
+        fs.closeSync(await createSegment(nodeFileSystem, toDir, copyFrom));
+        await writeEmptyState(toDir, copyFrom - 1);
+      }
     }
     copied = await copyRecords(source.reader, toDir, copyFrom - 1, target, io);
     if (base.data !== undefined) {
@@ -97,6 +111,16 @@ export async function runRecoverCommand(flags: ParsedFlags, io: InspectIo): Prom
   return 0;
 }
 
+function writeEmptyState(dir: string, lsn: number): Promise<string> {
+  return writeSnapshotFile(nodeFileSystem, dir, lsn, encode(encodeState({ ...initialState(), lastLsn: lsn })));
+}
+
+/** The LSN of the first record at or after `from`, or past `target` when none is up to it. */
+function firstRecordLsn(reader: LogSource['reader'], from: number, target: number): number {
+  for (const record of reader.read({ lsn: from })) return Math.min(record.lsn, target + 1);
+  return target + 1;
+}
+
 /** `dir` was missing or empty before this run (checkTargetDirectory); `created` is the first directory this run made. */
 function removeWhatWasMade(dir: string, created: string | undefined): void {
   if (created !== undefined) {
@@ -116,7 +140,7 @@ function checkTargetDirectory(dir: string): void {
 }
 
 async function copyRecords(
-  reader: ReturnType<typeof openSource>['reader'], toDir: string, afterLsn: number, target: number, io: InspectIo,
+  reader: LogSource['reader'], toDir: string, afterLsn: number, target: number, io: InspectIo,
 ): Promise<{ records: number; lastTimestamp: number | undefined }> {
   const log = await SegmentedLog.open({ dir: toDir });
   const progress = new Progress(io, 'recover', target - afterLsn);
@@ -135,6 +159,9 @@ async function copyRecords(
     };
     if (target > afterLsn) {
       for (const record of reader.read({ lsn: afterLsn + 1 })) {
+        if (record.lsn > target) break;
+        // A JetStream log's takeover fence takes an LSN without a record; a file log has no such gap.
+        if (record.lsn !== batchFirstLsn + batch.length) throw new UsageError(`LSN ${batchFirstLsn + batch.length} holds no record (a JetStream writer's takeover fence), and a data directory cannot hold that gap: recover to a point before it, or to one whose snapshot and queued messages all come after it`);
         progress.tick();
         batch.push({ kind: record.kind, timestamp: record.timestamp, body: record.body });
         records++;

@@ -19,7 +19,7 @@ export const segmentsCommand: CommandSpec = {
 };
 
 export async function inspectSegments(flags: ParsedFlags, io: InspectIo): Promise<number> {
-  const source = openSource(requiredString('inspect segments', flags, 'data'));
+  const source = await openSource(requiredString('inspect segments', flags, 'data'));
   // verify() reads every frame; as a side effect the reader learns each segment's timestamps.
   const report = source.reader.verify();
   const segments = source.reader.segments().map((s) => ({ ...s, records: Math.max(0, s.lastLsn - s.firstLsn + 1) }));

@@ -1,9 +1,13 @@
 /**
- * Opening a data directory for inspection, with the errors an operator can
- * cause turned into UsageErrors, and the range of LSNs it still holds.
+ * Opening a log for inspection — a data directory, or a JetStream log's
+ * address (`nats://host:4222/stream`, credentials from CAIRN_NATS_CREDS, as
+ * `cairn serve --log` takes them) — with the errors an operator can cause
+ * turned into UsageErrors, and the range of LSNs it still holds.
  */
 import * as fs from 'node:fs';
 import { LogError, openLogReader, type LogReader } from '../log/index.js';
+import { parseJetStreamAddress } from '../log/jetstream/jetstream-address.js';
+import { openJetStreamLogReader } from '../log/jetstream/stream-log-reader.js';
 import { UsageError } from './args.js';
 
 export interface LogSource {
@@ -14,18 +18,39 @@ export interface LogSource {
   readonly lastLsn: number;
 }
 
-export function openSource(dir: string): LogSource {
+/** A JetStream log's address rather than a directory. */
+export function isJetStreamLocation(location: string): boolean {
+  return /^(nats|tls):\/\//.test(location);
+}
+
+export async function openSource(location: string): Promise<LogSource> {
+  if (isJetStreamLocation(location)) return sourceOf(await openJetStreamSource(location));
+  return sourceOf(openDirectory(location));
+}
+
+async function openJetStreamSource(location: string): Promise<LogReader> {
+  try {
+    return await openJetStreamLogReader(parseJetStreamAddress(location), { credsFile: process.env['CAIRN_NATS_CREDS'] });
+  } catch (error) {
+    if (error instanceof LogError) throw new UsageError(`cannot read the log at ${location}: ${error.message}`);
+    throw error;
+  }
+}
+
+function sourceOf(reader: LogReader): LogSource {
+  const segments = reader.segments();
+  return { reader, firstLsn: segments[0]!.firstLsn, lastLsn: segments[segments.length - 1]!.lastLsn };
+}
+
+function openDirectory(dir: string): LogReader {
   if (!fs.existsSync(dir)) throw new UsageError(`no data directory at ${dir}`);
   if (!fs.statSync(dir).isDirectory()) throw new UsageError(`${dir} is not a directory`);
-  let reader: LogReader;
   try {
-    reader = openLogReader(dir);
+    return openLogReader(dir);
   } catch (error) {
     if (error instanceof LogError) throw new UsageError(`cannot read the log in ${dir}: ${error.message}`);
     throw error;
   }
-  const segments = reader.segments();
-  return { reader, firstLsn: segments[0]!.firstLsn, lastLsn: segments[segments.length - 1]!.lastLsn };
 }
 
 export function describeRange(source: LogSource): string {

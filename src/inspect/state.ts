@@ -24,7 +24,7 @@ export const stateCommand: CommandSpec = {
 };
 
 export async function inspectState(flags: ParsedFlags, io: InspectIo): Promise<number> {
-  const source = openSource(requiredString('inspect state', flags, 'data'));
+  const source = await openSource(requiredString('inspect state', flags, 'data'));
   const at = flags.strings.get('at');
   const lsn = resolvePoint(source, at === undefined ? undefined : parsePoint('at', at, Date.now()));
   const projected = projectState(source, lsn, io);

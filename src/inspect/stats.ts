@@ -28,7 +28,7 @@ export const statsCommand: CommandSpec = {
 };
 
 export async function inspectStats(flags: ParsedFlags, io: InspectIo): Promise<number> {
-  const source = openSource(requiredString('inspect stats', flags, 'data'));
+  const source = await openSource(requiredString('inspect stats', flags, 'data'));
   const filter = parseFilter(flags, Date.now());
   const byKind = new Map<string, KindStats>();
   const topics = new Map<string, number>();

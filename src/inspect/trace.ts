@@ -20,7 +20,7 @@ import { countFlag, dataFlag, jsonFlag, lsnFlag, parseLsn, parsePositiveInteger,
 import { isoTime, payloadPreview } from './format.js';
 import { writeLines } from './output.js';
 import { Progress, type InspectIo } from './progress.js';
-import { describeRange, openSource } from './source.js';
+import { describeRange, openSource, type LogSource } from './source.js';
 
 const traceMessagesMaxDefault = 20;
 
@@ -54,7 +54,7 @@ export const traceCommand: CommandSpec = {
 };
 
 export async function inspectTrace(flags: ParsedFlags, io: InspectIo): Promise<number> {
-  const source = openSource(requiredString('inspect trace', flags, 'data'));
+  const source = await openSource(requiredString('inspect trace', flags, 'data'));
   const selector = parseSelector(flags);
   const limitFlag = flags.strings.get('limit');
   const limit = limitFlag === undefined ? traceMessagesMaxDefault : parsePositiveInteger('limit', limitFlag);
@@ -111,7 +111,7 @@ function isCandidate(selector: Selector, record: TracedRecord, body: MsgBody): b
   }
 }
 
-function scan(source: ReturnType<typeof openSource>, selector: Selector, limit: number, io: InspectIo): MessageTrace[] {
+function scan(source: LogSource, selector: Selector, limit: number, io: InspectIo): MessageTrace[] {
   const progress = new Progress(io, 'trace', source.lastLsn - source.firstLsn + 1);
   try {
     return traceMessages((start) => source.reader.read(start), selector, limit, () => progress.tick());

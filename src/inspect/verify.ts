@@ -12,11 +12,11 @@
  *                  records) and reports the LSNs that can no longer be restored
  *   damaged      — the broker refuses to start, with the message shown
  */
-import { describeTornTail, judgeDataDirectory, type DataDirectoryJudgement } from '../log/index.js';
+import { describeTornTail, judgeDataDirectory, LogError, type DataDirectoryJudgement, type VerifyReport } from '../log/index.js';
 import { dataFlag, jsonFlag, requiredString, type CommandSpec, type ParsedFlags } from './args.js';
 import { writeLines } from './output.js';
 import type { InspectIo } from './progress.js';
-import { openSource } from './source.js';
+import { isJetStreamLocation, openSource } from './source.js';
 
 type Verdict = 'healthy' | 'recoverable' | 'degraded' | 'damaged';
 
@@ -29,10 +29,10 @@ export const verifyCommand: CommandSpec = {
 
 export async function inspectVerify(flags: ParsedFlags, io: InspectIo): Promise<number> {
   const dir = requiredString('inspect verify', flags, 'data');
-  const source = openSource(dir);
+  const source = await openSource(dir);
   if (io.isTTY) io.stderr.write(`verifying ${dir}…`);
   const report = source.reader.verify();
-  const judgement = await judgeDataDirectory(dir);
+  const judgement = isJetStreamLocation(dir) ? judgeStream(report) : await judgeDataDirectory(dir);
   if (io.isTTY) io.stderr.write('\r\u001b[2K');
   const invalidSnapshots = report.snapshots.filter((s) => !s.valid);
   const verdict = verdictOf(judgement, report.tornTail !== undefined || invalidSnapshots.length > 0);
@@ -52,6 +52,13 @@ export async function inspectVerify(flags: ParsedFlags, io: InspectIo): Promise<
   lines.push(verdictLine(verdict, judgement));
   await writeLines(io.stdout, lines);
   return verdict === 'healthy' ? 0 : 1;
+}
+
+/** A JetStream log has no torn tail or history damage: a node reading it refuses the first bad message. */
+function judgeStream(report: VerifyReport): DataDirectoryJudgement {
+  const bad = report.badRecords[0];
+  if (bad === undefined) return { startup: { starts: true, replayFromLsn: report.firstLsn, tornTail: undefined }, history: undefined };
+  return { startup: { starts: false, refusal: new LogError('ECORRUPT', `LSN ${bad.lsn}: ${bad.reason}`) }, history: undefined };
 }
 
 function verdictOf(judgement: DataDirectoryJudgement, repairable: boolean): Verdict {
