@@ -23,7 +23,8 @@ import { QueueLeases } from './queue-lease.js';
 import type { Timers } from './timers.js';
 import type { EntryView } from '../projections/entry-queue.js';
 import { publish, type PublishContext } from './publish.js';
-import { checkEquivalentArguments, queueArgumentsOf } from './queue-arguments.js';
+import { checkEquivalentArguments, checkQuorumProperties, queueArgumentsOf } from './queue-arguments.js';
+import { withDeliveryCount } from './delivery-count.js';
 import type { SessionRuntime } from './mqtt-sessions.js';
 import { swapSeparators } from './mqtt-sessions.js';
 import type { Qos } from './api.js';
@@ -48,7 +49,10 @@ interface Head {
 
 function entryOf(head: Head): QueueEntry {
   const { ref, message } = head;
-  return { seq: ref.seq, lsn: ref.lsn, size: ref.size, durable: isDurableEntry(ref), redelivered: isRedeliveredEntry(ref), message, held: ref.held !== undefined };
+  return {
+    seq: ref.seq, lsn: ref.lsn, size: ref.size, durable: isDurableEntry(ref), redelivered: isRedeliveredEntry(ref), deliveries: ref.deliveries,
+    message, held: ref.held !== undefined,
+  };
 }
 
 export class AmqpCoreImpl implements AmqpCore {
@@ -117,6 +121,7 @@ export class AmqpCoreImpl implements AmqpCore {
       return { queue: name, messageCount: existing.messageCount, consumerCount: existing.consumers.length, durable: undefined };
     }
     const args = queueArgumentsOf(options.arguments, name);
+    checkQuorumProperties(args, name, options);
     if (existing) {
       checkEquivalentArguments(existing.queueArguments, args, name);
       for (const [flag, wanted, actual] of [['durable', options.durable, existing.durable], ['exclusive', options.exclusive, existing.exclusiveOwner !== undefined], ['auto_delete', options.autoDelete, existing.autoDelete]] as const) {
@@ -205,7 +210,7 @@ export class AmqpCoreImpl implements AmqpCore {
     const queue = this.requireQueue(queueName, options.owner);
     if (queue.exclusiveConsumer) throw new BrokerError(403, `ACCESS_REFUSED - queue '${queueName}' in vhost '/' in exclusive use`);
     if (options.exclusive && queue.consumers.length > 0) throw new BrokerError(403, `ACCESS_REFUSED - queue '${queueName}' in vhost '/' in use, cannot consume exclusively`);
-    queue.consumers.push(consumer);
+    queue.addConsumer(consumer);
     queue.hadConsumer = true;
     this.leases.end(queue);
     if (options.exclusive) queue.exclusiveConsumer = consumer;
@@ -215,8 +220,10 @@ export class AmqpCoreImpl implements AmqpCore {
   cancel(queueName: string, consumer: AmqpConsumer): void {
     const queue = this.context.queues.get(queueName);
     if (!queue?.removeConsumer(consumer)) return;
-    if (queue.autoDelete && queue.consumers.length === 0 && queue.hadConsumer) this.removeQueue(queue);
-    else this.leases.renew(queue);
+    if (queue.autoDelete && queue.consumers.length === 0 && queue.hadConsumer) return void this.removeQueue(queue);
+    this.leases.renew(queue);
+    // Another consumer may take over (x-single-active-consumer), or take what this one's priority held.
+    this.dispatchQueue(queue);
   }
 
   get(queueName: string, options: { noAck: boolean; owner: string }): { delivery: QueueDelivery | undefined; messageCount: number } {
@@ -227,9 +234,9 @@ export class AmqpCoreImpl implements AmqpCore {
     this.expiry.arm(queue);
     if (entry instanceof Error) throw entry;
     if (!entry) return { delivery: undefined, messageCount: 0 };
-    if (entry.durable) this.context.committer.settleLater('deliver', { q: queue.name }, entry.seq);
+    const durable = this.recordDelivery(queue, entry);
     this.context.observer.messageOut('amqp');
-    const delivery = queue.deliveryOf(entry);
+    const delivery = queue.deliveryOf(entry, durable);
     if (options.noAck) this.finish(queue, entry.seq, entry.durable);
     else queue.unacked.set(entry.seq, entry);
     return { delivery, messageCount: queue.messageCount };
@@ -241,7 +248,10 @@ export class AmqpCoreImpl implements AmqpCore {
     // The queue was deleted meanwhile (perhaps redeclared, reusing seqs): nothing left to settle.
     if (!queue || !entry || entry.message !== delivery.message) return;
     queue.unacked.delete(delivery.seq);
-    if (outcome === 'requeue') {
+    if (outcome === 'requeue' && queue.overDeliveryLimit(entry.deliveries + 1)) {
+      // RabbitMQ decides on return: a message back past its limit dies now, not at its next turn.
+      this.kill(queue, entry, 'delivery_limit');
+    } else if (outcome === 'requeue') {
       queue.requeue(entry);
       this.dispatch(queue.name);
     } else if (outcome === 'reject' && deadLetterExchangeOf(queue) !== undefined) {
@@ -263,11 +273,11 @@ export class AmqpCoreImpl implements AmqpCore {
       const entry = this.takeReady(queue);
       if (entry instanceof Error) return consumer.readFailed(entry);
       if (!entry) break;
-      if (entry.durable) this.context.committer.settleLater('deliver', { q: queue.name }, entry.seq);
+      const durable = this.recordDelivery(queue, entry);
       if (consumer.noAck) this.finish(queue, entry.seq, entry.durable);
       else queue.unacked.set(entry.seq, entry);
       this.context.observer.messageOut('amqp');
-      consumer.deliver(queue.deliveryOf(entry));
+      consumer.deliver(queue.deliveryOf(entry, durable));
     }
     // Left waiting: the head's deadline, if it has one, gets a timer.
     if (queue.readyCount > 0 && this.expiry.mayExpire(queue)) this.expiry.arm(queue);
@@ -289,16 +299,37 @@ export class AmqpCoreImpl implements AmqpCore {
     }
   }
 
-  /** The head, taken off the ready list; expired messages met on the way are expired first, never delivered. */
+  /**
+   * The head, taken off the ready list; expired messages met on the way are expired first, and
+   * messages past the delivery limit die (after a restart they come back with their counts), never
+   * delivered. A redelivery in a queue that counts deliveries carries x-delivery-count.
+   */
   private takeReady(queue: QueueRuntime): QueueEntry | Error | undefined {
     for (;;) {
       const head = this.readHead(queue);
       if (head === undefined || head instanceof Error) return head;
       queue.ready.shift();
       const entry = entryOf(head);
-      if (!this.expiry.isExpired(queue, head.message)) return entry;
-      this.expire(queue, entry);
+      if (this.expiry.isExpired(queue, head.message)) {
+        this.kill(queue, entry, 'expired');
+      } else if (queue.overDeliveryLimit(entry.deliveries)) {
+        this.kill(queue, entry, 'delivery_limit');
+      } else {
+        return queue.countsDeliveries && entry.deliveries > 0 ? { ...entry, message: withDeliveryCount(entry.message, entry.deliveries) } : entry;
+      }
     }
+  }
+
+  /**
+   * A delivery of a durable entry is a deliver record (it counts the delivery). Where counts must be
+   * exact the record is committed now and the delivery waits for it (the returned promise); elsewhere
+   * it is coalesced and nobody waits.
+   */
+  private recordDelivery(queue: QueueRuntime, entry: QueueEntry): Promise<void> | undefined {
+    if (!entry.durable) return undefined;
+    if (queue.countsDeliveries) return this.context.committer.commit([record('deliver', { q: queue.name, s: [entry.seq] })]);
+    this.context.committer.settleLater('deliver', { q: queue.name }, entry.seq);
+    return undefined;
   }
 
   /** A head's deadline has come (its timer): expire every due message at the head, then wait for the next one. */
@@ -308,14 +339,15 @@ export class AmqpCoreImpl implements AmqpCore {
       const head = this.readHead(queue);
       if (head === undefined || head instanceof Error || !this.expiry.isExpired(queue, head.message)) break;
       queue.ready.shift();
-      this.expire(queue, entryOf(head));
+      this.kill(queue, entryOf(head), 'expired');
     }
     this.expiry.arm(queue);
   }
 
-  private expire(queue: QueueRuntime, entry: QueueEntry): void {
-    if (deadLetterExchangeOf(queue) !== undefined) deadLetter(this.context, queue, entry, 'expired');
-    else if (entry.durable) this.context.committer.commitQuietly([record('drop', { q: queue.name, s: [entry.seq], why: 'expired' })]);
+  /** A message leaves its queue for `reason`: to the dead-letter exchange when there is one, else dropped. */
+  private kill(queue: QueueRuntime, entry: QueueEntry, reason: 'expired' | 'delivery_limit'): void {
+    if (deadLetterExchangeOf(queue) !== undefined) deadLetter(this.context, queue, entry, reason);
+    else if (entry.durable) this.context.committer.commitQuietly([endWithoutCopy(queue.name, entry.seq, reason)]);
   }
 
   /** Ready messages a length limit pushed out of a queue with a dead-letter exchange (publish.ts): dead-lettered, reason maxlen. */

@@ -12,6 +12,12 @@
  * (ready-entries.ts). Requeued messages go back to their seq position, so
  * the queue keeps publish order as RabbitMQ does. Length limits (x-max-length,
  * x-max-length-bytes) count ready messages only, as RabbitMQ's do.
+ *
+ * Consumers: round robin among those that can take a message, restricted to
+ * the highest consumer priority among them (basic.consume x-priority, as
+ * RabbitMQ: lower priorities get messages only while the higher ones are
+ * blocked). With x-single-active-consumer only the earliest registered
+ * consumer still present gets messages; the next one takes over when it goes.
  */
 import { EntryFlag, type EntryView } from '../projections/entry-queue.js';
 import type { QueueArguments } from '../projections/records.js';
@@ -30,6 +36,8 @@ export interface QueueEntry {
   /** Written to the log (persistent message in a durable queue). */
   readonly durable: boolean;
   redelivered: boolean;
+  /** Deliveries before this one (the projection's count for a durable entry). */
+  readonly deliveries: number;
   readonly message: AmqpMessage;
   /** The message is not read from the log (transient, or from a format-1 snapshot): a requeue keeps it. */
   readonly held: boolean;
@@ -41,6 +49,8 @@ export class QueueRuntime {
   readonly unacked = new Map<number, QueueEntry>();
   readonly consumers: AmqpConsumer[] = [];
   private nextConsumer = 0;
+  /** Consumers with a priority other than 0: when none, round robin needs no priority comparison. */
+  private prioritizedConsumers = 0;
   nextSeq: number;
   dropped = 0;
   /** Set once a consumer has subscribed: auto-delete applies only after that [AMQP 0-9-1 queue.declare auto-delete]. */
@@ -48,6 +58,15 @@ export class QueueRuntime {
   exclusiveConsumer: AmqpConsumer | undefined = undefined;
   /** From x-max-length, x-max-length-bytes and x-overflow; the broker-wide bounds apply as well (publish.ts). */
   readonly limits: QueueLimits;
+  /** x-delivery-limit: a message with more deliveries than this dies instead of being delivered again. */
+  readonly deliveryLimit: number | undefined;
+  /**
+   * Deliveries are counted exactly (quorum queues, and any queue with a delivery limit): a durable
+   * message's deliver record is durable before its basic.deliver leaves, and redeliveries carry
+   * x-delivery-count.
+   */
+  readonly countsDeliveries: boolean;
+  readonly singleActiveConsumer: boolean;
 
   constructor(
     readonly name: string,
@@ -61,6 +80,9 @@ export class QueueRuntime {
   ) {
     this.nextSeq = state?.nextSeq ?? 1;
     this.limits = limitsOf(this.queueArguments);
+    this.deliveryLimit = queueArguments?.['x-delivery-limit'];
+    this.countsDeliveries = this.deliveryLimit !== undefined || queueArguments?.['x-queue-type'] === 'quorum';
+    this.singleActiveConsumer = queueArguments?.['x-single-active-consumer'] === true;
     this.ready = new ReadyEntries(state, amqpMessageOf);
   }
 
@@ -86,13 +108,22 @@ export class QueueRuntime {
   }
 
   /** A durable entry is its LSN; a transient one holds its message. */
-  push(seq: number, lsn: number, size: number, durable: boolean, redelivered: boolean, held?: AmqpMessage): void {
-    this.ready.insert(seq, lsn, size, (durable ? EntryFlag.durable : 0) | (redelivered ? EntryFlag.redelivered : 0), held);
+  push(seq: number, lsn: number, size: number, durable: boolean, redelivered: boolean, held?: AmqpMessage, deliveries = 0): void {
+    this.ready.insert(seq, lsn, size, (durable ? EntryFlag.durable : 0) | (redelivered ? EntryFlag.redelivered : 0), held, deliveries);
   }
 
-  /** Back to its place by seq, flagged redelivered; a durable one is read from the log again when it is next delivered. */
+  /**
+   * Back to its place by seq, flagged redelivered, with the delivery that just ended counted (the
+   * projection counts a durable one's by its deliver record); a durable one is read from the log
+   * again when it is next delivered.
+   */
   requeue(entry: QueueEntry): void {
-    this.push(entry.seq, entry.lsn, entry.size, entry.durable, true, entry.held ? entry.message : undefined);
+    this.push(entry.seq, entry.lsn, entry.size, entry.durable, true, entry.held ? entry.message : undefined, entry.deliveries + 1);
+  }
+
+  /** Whether a message with this many deliveries so far has reached the x-delivery-limit [RabbitMQ quorum queues]. */
+  overDeliveryLimit(deliveries: number): boolean {
+    return this.deliveryLimit !== undefined && deliveries > this.deliveryLimit;
   }
 
   /** All ready entries, taken off the ready list (purge). */
@@ -100,32 +131,49 @@ export class QueueRuntime {
     return this.ready.clear();
   }
 
-  /** The next consumer in round robin that can take a message, or undefined. */
+  addConsumer(consumer: AmqpConsumer): void {
+    this.consumers.push(consumer);
+    if ((consumer.priority ?? 0) !== 0) this.prioritizedConsumers++;
+  }
+
+  /**
+   * The next consumer in round robin that can take a message, among those of the highest priority
+   * that can, or undefined. A single-active-consumer queue has one candidate: its earliest consumer.
+   */
   nextAcceptingConsumer(): AmqpConsumer | undefined {
+    if (this.singleActiveConsumer) {
+      const active = this.consumers[0];
+      return active?.canAccept() ? active : undefined;
+    }
     const count = this.consumers.length;
+    let chosen = -1;
     for (let i = 0; i < count; i++) {
       const index = (this.nextConsumer + i) % count;
       const consumer = this.consumers[index]!;
-      if (consumer.canAccept()) {
-        this.nextConsumer = (index + 1) % count;
-        return consumer;
-      }
+      if (chosen >= 0 && (consumer.priority ?? 0) <= (this.consumers[chosen]!.priority ?? 0)) continue;
+      if (!consumer.canAccept()) continue;
+      chosen = index;
+      if (this.prioritizedConsumers === 0) break;
     }
-    return undefined;
+    if (chosen < 0) return undefined;
+    this.nextConsumer = (chosen + 1) % count;
+    return this.consumers[chosen];
   }
 
   removeConsumer(consumer: AmqpConsumer): boolean {
     const index = this.consumers.indexOf(consumer);
     if (index < 0) return false;
     this.consumers.splice(index, 1);
+    if ((consumer.priority ?? 0) !== 0) this.prioritizedConsumers--;
     if (this.nextConsumer > index) this.nextConsumer--;
     if (this.nextConsumer >= this.consumers.length) this.nextConsumer = 0;
     if (this.exclusiveConsumer === consumer) this.exclusiveConsumer = undefined;
     return true;
   }
 
-  deliveryOf(entry: QueueEntry): QueueDelivery {
-    return { queue: this.name, seq: entry.seq, message: entry.message, redelivered: entry.redelivered };
+  deliveryOf(entry: QueueEntry, durable?: Promise<void>): QueueDelivery {
+    const delivery = { queue: this.name, seq: entry.seq, message: entry.message, redelivered: entry.redelivered };
+    return durable === undefined ? delivery : { ...delivery, durable };
   }
 }
 

@@ -179,12 +179,16 @@ export interface QueueDelivery {
   readonly seq: number;
   readonly message: AmqpMessage;
   readonly redelivered: boolean;
+  /** Resolves when the delivery's deliver record is durable: the frame must not leave before (exact delivery counts). */
+  readonly durable?: Promise<void>;
 }
 
 /** Implemented by an AMQP channel for each basic.consume. */
 export interface AmqpConsumer {
   readonly tag: string;
   readonly noAck: boolean;
+  /** basic.consume x-priority (absent: 0): higher priorities are served first. */
+  readonly priority?: number;
   /** False when the consumer or its channel is at its prefetch limit; round robin then skips it. */
   canAccept(): boolean;
   /** Write basic.deliver (the channel assigns the delivery tag and remembers the delivery until settled). */

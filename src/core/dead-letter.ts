@@ -10,8 +10,8 @@
  * record, so a crash leaves either the old entry (it dies again after the
  * restart, once) or the new message, never both and never neither. When no
  * durable queue takes the copy, the entry's end is the record it would have
- * had without a dead-letter exchange: an ack (rejected), a drop (expired, or
- * `bound` for maxlen).
+ * had without a dead-letter exchange: an ack (rejected), a drop (expired,
+ * delivery_limit, or `bound` for maxlen).
  *
  * A dead-letter exchange that does not exist drops the message, as RabbitMQ
  * does; so does a cycle with no rejection in it (closesCycle).
@@ -74,5 +74,5 @@ export function deadLetter(context: DeadLetterContext, queue: QueueRuntime, dyin
 /** How a dead-lettered entry ends when no durable queue takes its copy: as it would have without a dead-letter exchange. */
 export function endWithoutCopy(queue: string, seq: number, reason: DeathReason): PendingRecord {
   if (reason === 'rejected') return record('ack', { q: queue, s: [seq] });
-  return record('drop', { q: queue, s: [seq], why: reason === 'expired' ? 'expired' : 'bound' });
+  return record('drop', { q: queue, s: [seq], why: reason === 'maxlen' ? 'bound' : reason });
 }

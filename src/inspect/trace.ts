@@ -280,4 +280,5 @@ const dropReasons: Readonly<Record<BodyOf['drop']['why'], string>> = {
   purge: 'queue purged',
   acl: 'the ACL no longer lets the subscriber read its topic',
   expired: 'its TTL (AMQP) or MQTT 5 message expiry interval ran out while it was queued',
+  delivery_limit: "delivered more times than its queue's x-delivery-limit allows",
 };

@@ -142,7 +142,8 @@ export type DeathReason = 'rejected' | 'expired' | 'maxlen' | 'delivery_limit';
 /** `c`, `q` or `g` names the destination; `s` lists its finished seqs. */
 export type AckBody = DestinationRef & { readonly s: readonly number[] };
 /** `expired`: a message whose TTL ran out at the head of its queue, with no dead-letter exchange to go to (message-expiry.ts), or an MQTT 5 message whose expiry interval passed while queued for a session. */
-export type DropBody = DestinationRef & { readonly s: readonly number[]; readonly why: 'bound' | 'purge' | 'acl' | 'expired' };
+/** `delivery_limit`: a message taken more times than its queue's x-delivery-limit allows, with no dead-letter exchange to go to. */
+export type DropBody = DestinationRef & { readonly s: readonly number[]; readonly why: 'bound' | 'purge' | 'acl' | 'expired' | 'delivery_limit' };
 export type DeliverBody = DestinationRef & { readonly s: readonly number[] };
 
 /** `m`: the MQTT 5 properties of the retained message (optional field added with MQTT 5). */
@@ -181,6 +182,12 @@ export interface QueueArguments {
   readonly 'x-dead-letter-exchange'?: string;
   /** The routing key they are republished with (else their own routing key). */
   readonly 'x-dead-letter-routing-key'?: string;
+  /** Deliveries a message may have before it is dead-lettered (reason delivery_limit) or dropped instead of delivered again. */
+  readonly 'x-delivery-limit'?: number;
+  /** Only `quorum` is stored (classic is the default): durable only; redeliveries carry x-delivery-count. */
+  readonly 'x-queue-type'?: 'quorum';
+  /** Only `true` is stored: one consumer at a time gets messages, the earliest registered. */
+  readonly 'x-single-active-consumer'?: true;
 }
 
 /** `a`: the queue's arguments (absent in records written before arguments existed, and when there are none). */

@@ -91,6 +91,8 @@ export class AmqpChannel implements ConsumerChannel {
   private flowActive = true;
   /** The last queue declared on this channel: what an empty queue name means (spec "queue-name" domain). */
   lastQueueName: string | undefined = undefined;
+  /** The last delivery waiting for its deliver record to be durable: later ones wait behind it, so tags leave in order. */
+  private waitingDelivery: Promise<void> | undefined = undefined;
 
   constructor(
     readonly number: number,
@@ -249,6 +251,23 @@ export class AmqpChannel implements ConsumerChannel {
       consumer.unacked++;
       this.consumerUnacked++;
     }
+    if (delivery.durable === undefined && this.waitingDelivery === undefined) return this.sendDelivery(consumer, delivery, deliveryTag);
+    // Its deliver record first (an exact delivery count survives a crash), and never ahead of an earlier tag.
+    const waiting = (this.waitingDelivery ?? Promise.resolve())
+      .then(() => delivery.durable)
+      .then(
+        () => this.sendDelivery(consumer, delivery, deliveryTag),
+        (error: unknown) => this.host.fail(new AmqpLogFailedError('a delivery could not be recorded: the log failed', error), this.number),
+      )
+      .finally(() => {
+        if (this.waitingDelivery === waiting) this.waitingDelivery = undefined;
+      });
+    this.waitingDelivery = waiting;
+  }
+
+  /** basic.deliver on the wire; a delivery that waited for its record is dropped if the channel closed meanwhile (it is requeued). */
+  private sendDelivery(consumer: ChannelConsumer, delivery: QueueDelivery, deliveryTag: number): void {
+    if (this.stateValue !== 'open') return;
     const { message } = delivery;
     try {
       this.host.sendMessage(this.number, {
@@ -283,7 +302,7 @@ export class AmqpChannel implements ConsumerChannel {
     const deliveryTag = this.nextDeliveryTag++;
     if (!noAck) this.unacked.set(deliveryTag, { delivery, consumer: undefined });
     const { message } = delivery;
-    this.replies.add(undefined, () => {
+    this.replies.add(delivery.durable, () => {
       if (this.stateValue !== 'open') return;
       this.host.sendMessage(this.number, {
         name: 'basic.get-ok', deliveryTag, redelivered: delivery.redelivered,
@@ -429,10 +448,9 @@ export class AmqpChannel implements ConsumerChannel {
     this.assembler.reset();
     const consumers = [...this.consumers.values()];
     this.consumers.clear();
-    for (const consumer of consumers) {
-      consumer.active = false;
-      this.core.cancel(consumer.queue, consumer);
-    }
+    // All inactive before any cancel: a cancel dispatches its queue, which must not pick a sibling of this channel.
+    for (const consumer of consumers) consumer.active = false;
+    for (const consumer of consumers) this.core.cancel(consumer.queue, consumer);
   }
 
   /** Runs once, after the last frame for this channel: every unacked delivery back to its queue, redelivered=true. */

@@ -30,6 +30,8 @@ export class ChannelConsumer implements AmqpConsumer {
     /** Per-consumer prefetch (basic.qos global=false at consume time); 0 is unlimited. */
     readonly prefetch: number,
     private readonly channel: ConsumerChannel,
+    /** basic.consume x-priority. */
+    readonly priority = 0,
   ) {}
 
   canAccept(): boolean {

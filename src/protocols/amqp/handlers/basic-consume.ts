@@ -6,10 +6,14 @@
  * created afterwards on this channel; global=true limits all of the
  * channel's consumers together. prefetch-size is not implemented (540), as
  * in RabbitMQ.
+ *
+ * basic.consume takes one argument, x-priority (an integer of any integer
+ * type, RabbitMQ's consumer priority: higher first, 0 by default); any other
+ * is refused with 540 naming it.
  */
 import { randomBytes } from 'node:crypto';
 import type { AmqpChannel } from '../channel.js';
-import { REPLY_CODE, type AmqpMethodNamed } from '../codec/index.js';
+import { integerOf, REPLY_CODE, type AmqpMethodNamed, type FieldTable } from '../codec/index.js';
 import { ChannelConsumer } from '../consumer.js';
 import { AmqpChannelError, AmqpConnectionError } from '../errors.js';
 
@@ -26,17 +30,14 @@ export function handleBasicQos(channel: AmqpChannel, method: AmqpMethodNamed<'ba
 
 export function handleBasicConsume(channel: AmqpChannel, method: AmqpMethodNamed<'basic.consume'>): void {
   const queue = channel.queueNameOf(method.queue);
-  const argumentNames = Object.keys(method.arguments);
-  if (argumentNames.length > 0) {
-    throw new AmqpChannelError(REPLY_CODE.NOT_IMPLEMENTED, `basic.consume argument(s) ${argumentNames.map((name) => `'${name}'`).join(', ')} not supported by Cairn (no consumer arguments are implemented)`);
-  }
+  const priority = consumerPriorityOf(method.arguments);
   const tag = method.consumerTag === '' ? `amq.ctag-${randomBytes(16).toString('base64url')}` : method.consumerTag;
   // RabbitMQ: reusing a tag on the channel is a connection error (530).
   if (channel.consumers.has(tag)) throw new AmqpConnectionError(REPLY_CODE.NOT_ALLOWED, `attempt to reuse consumer tag '${tag}'`);
   if (channel.consumers.size >= channel.host.limits.consumersPerChannelMax) {
     throw new AmqpChannelError(REPLY_CODE.PRECONDITION_FAILED, `channel ${channel.number} already has ${channel.consumers.size} consumers (consumersPerChannelMax)`);
   }
-  const consumer = new ChannelConsumer(tag, queue, method.noAck, channel.consumerPrefetch, channel);
+  const consumer = new ChannelConsumer(tag, queue, method.noAck, channel.consumerPrefetch, channel, priority);
   // Inactive until consume-ok is written: core.consume's own dispatch skips it.
   channel.core.consume(queue, consumer, { exclusive: method.exclusive, owner: channel.host.owner });
   channel.consumers.set(tag, consumer);
@@ -45,6 +46,19 @@ export function handleBasicConsume(channel: AmqpChannel, method: AmqpMethodNamed
     consumer.active = true;
     channel.core.dispatch(queue);
   });
+}
+
+/** x-priority, checked as RabbitMQ checks it (406 for a value that is not an integer); other arguments are 540. */
+function consumerPriorityOf(args: FieldTable): number {
+  const unsupported = Object.keys(args).filter((name) => name !== 'x-priority');
+  if (unsupported.length > 0) {
+    throw new AmqpChannelError(REPLY_CODE.NOT_IMPLEMENTED, `basic.consume argument(s) ${unsupported.map((name) => `'${name}'`).join(', ')} not supported by Cairn (supported: x-priority)`);
+  }
+  const field = args['x-priority'];
+  if (field === undefined) return 0;
+  const priority = integerOf(field);
+  if (priority === undefined) throw new AmqpChannelError(REPLY_CODE.PRECONDITION_FAILED, `invalid arg 'x-priority' for basic.consume: a field of type '${field.type}', an integer is required`);
+  return priority;
 }
 
 /** Unknown tags get cancel-ok too (RabbitMQ): the consumer may have been cancelled by the broker meanwhile. */

@@ -3,7 +3,7 @@
  * queue (spec, "queue-name" domain), as RabbitMQ implements it.
  */
 import type { AmqpChannel } from '../channel.js';
-import { integerOf, stringOf, type AmqpMethodNamed, type FieldTable } from '../codec/index.js';
+import { booleanOf, integerOf, stringOf, type AmqpMethodNamed, type FieldTable } from '../codec/index.js';
 
 export function handleQueueDeclare(channel: AmqpChannel, method: AmqpMethodNamed<'queue.declare'>): void {
   const passiveName = method.passive ? channel.queueNameOf(method.queue) : method.queue;
@@ -19,13 +19,13 @@ export function handleQueueDeclare(channel: AmqpChannel, method: AmqpMethodNamed
 
 /**
  * x-arguments as the core reads them: a value of any integer field type as a number (RabbitMQ
- * accepts x-max-length as a byte, a long…), a string as text; any other field stays tagged, so
- * the core's refusal can name its type.
+ * accepts x-max-length as a byte, a long…), a string as text, a boolean as a boolean; any other
+ * field stays tagged, so the core's refusal can name its type.
  */
 function queueArgumentsOf(table: FieldTable): Record<string, unknown> {
   const plain: Record<string, unknown> = {};
   for (const [name, field] of Object.entries(table)) {
-    Object.defineProperty(plain, name, { value: integerOf(field) ?? stringOf(field) ?? field, enumerable: true, writable: true, configurable: true });
+    Object.defineProperty(plain, name, { value: integerOf(field) ?? stringOf(field) ?? booleanOf(field) ?? field, enumerable: true, writable: true, configurable: true });
   }
   return plain;
 }
