@@ -33,8 +33,9 @@ const queues = ['q0', 'q1', 'q2'];
  */
 const queueArguments: Readonly<Record<string, Record<string, unknown>>> = {
   q0: { 'x-message-ttl': 50, 'x-dead-letter-exchange': '', 'x-dead-letter-routing-key': 'q1' },
-  q1: { 'x-max-length': 2, 'x-dead-letter-exchange': 'amq.fanout' },
-  q2: { 'x-max-length-bytes': 30, 'x-overflow': 'reject-publish-dlx', 'x-dead-letter-exchange': 'ex0' },
+  q1: { 'x-max-length': 2, 'x-dead-letter-exchange': 'amq.fanout', 'x-delivery-limit': 1 },
+  // ex0 may route nowhere: a message past the delivery limit is then a drop with why=delivery_limit.
+  q2: { 'x-max-length-bytes': 30, 'x-overflow': 'reject-publish-dlx', 'x-dead-letter-exchange': 'ex0', 'x-delivery-limit': 0, 'x-single-active-consumer': true },
 };
 const exchanges = ['amq.topic', 'amq.direct', 'amq.fanout', 'ex0', ''];
 const keys = ['a.b', 'a.c', 'x', 'q0', 'q1', 'a.*', '#'];
