@@ -55,7 +55,7 @@ export function queueJson(queue: QueueRuntime): Item {
   const unacked = queue.unacked.size;
   return {
     name: queue.name, vhost: onlyVhost, durable: queue.durable, auto_delete: queue.autoDelete, exclusive: queue.exclusiveOwner !== undefined,
-    arguments: { ...queue.queueArguments }, node: nodeName, state: 'running', type: 'classic', policy: null,
+    arguments: { ...queue.queueArguments }, node: nodeName, state: 'running', type: queue.queueArguments?.['x-queue-type'] ?? 'classic', policy: null,
     messages: queue.readyCount + unacked, messages_ready: queue.readyCount, messages_unacknowledged: unacked,
     consumers: queue.consumers.length, exclusive_consumer_tag: queue.exclusiveConsumer?.tag ?? null,
     cairn: { dropped_messages: queue.dropped },
