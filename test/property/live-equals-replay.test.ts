@@ -82,10 +82,13 @@ async function checkLiveEqualsReplay(commands: readonly BrokerCommand[]): Promis
   for (const queue of restarted.state.queues.values()) {
     const runtime = restarted.queues.get(queue.name)!;
     const recovered = [...queue.pending.keys()];
+    // An expiry here may dead-letter into another queue, whose overflow may dead-letter back into this one
+    // while it is drained: such arrivals take seqs from nextSeq on, and are not among the recovered.
+    const arrivalsFrom = runtime.nextSeq;
     const seqs: number[] = [];
     for (let d = restarted.amqp.get(queue.name, { noAck: false, owner: 'o' }).delivery; d; d = restarted.amqp.get(queue.name, { noAck: false, owner: 'o' }).delivery) seqs.push(d.seq);
     const expired = recovered.filter((seq) => !seqs.includes(seq));
-    expect(seqs).toEqual(recovered.filter((seq) => !expired.includes(seq)));
+    expect(seqs.filter((seq) => seq < arrivalsFrom)).toEqual(recovered.filter((seq) => !expired.includes(seq)));
     expect(runtime.unacked.size).toBe(seqs.length);
     await restarted.flush();
     for (const seq of expired) expect(queue.pending.has(seq), `expired seq ${seq} of ${queue.name} left the projection`).toBe(false);
