@@ -53,6 +53,8 @@ export interface MqttOutgoingPublish {
   readonly packetId?: number;
   /** MQTT 5 properties, the expiry as what is left of it; 3.1.1 connections ignore them. */
   readonly properties?: MqttPublishProperties | undefined;
+  /** MQTT 5: the identifiers of the client's subscriptions this message is sent for [MQTT-3.3.4-4]; 3.1.1 connections ignore them. */
+  readonly subscriptionIdentifiers?: readonly number[] | undefined;
 }
 
 /**
@@ -102,6 +104,30 @@ export interface MqttSubscribeResult {
   readonly granted: ReadonlyArray<Qos | 0x80>;
   /** Send SUBACK only after this. */
   readonly durable: Durable;
+  /** The granted filters whose Retain Handling wants the retained messages now: pass them to sendRetained after SUBACK. */
+  readonly retainedFilters: readonly string[];
+}
+
+/**
+ * MQTT 5 subscription options [MQTT-3.8.3.1] and Subscription Identifier [MQTT-3.8.2.1.2]; an
+ * absent one is the default, which is what a 3.1.1 subscription has: No Local 0, Retain As
+ * Published 0, Retain Handling 0, no identifier.
+ */
+export interface MqttSubscriptionOptions {
+  /** Messages this client publishes are not sent back to it on this subscription [MQTT-3.8.3-3]. */
+  readonly noLocal?: boolean;
+  /** Forwarded messages keep the RETAIN flag they were published with [MQTT-3.3.1-13]. */
+  readonly retainAsPublished?: boolean;
+  /** 0: send retained messages at subscribe; 1: only if the subscription is new; 2: never [MQTT-3.3.1-9..11]. */
+  readonly retainHandling?: 0 | 1 | 2;
+  /** Sent back on every PUBLISH this subscription matches (1…268,435,455). */
+  readonly identifier?: number;
+}
+
+export interface MqttSubscribeRequest {
+  readonly filter: string;
+  readonly qos: Qos;
+  readonly options?: MqttSubscriptionOptions | undefined;
 }
 
 /** A connected client's session (clean or persistent). */
@@ -110,8 +136,8 @@ export interface MqttSessionHandle {
   readonly persistent: boolean;
   /** Call right after CONNACK is written: resends unacknowledged PUBLISHes with DUP and owed PUBRELs, then the queue in order. */
   start(): void;
-  subscribe(requests: ReadonlyArray<{ readonly filter: string; readonly qos: Qos }>): MqttSubscribeResult;
-  /** Call after SUBACK is written: delivers retained values matching the newly granted filters [MQTT-3.3.1-6]. */
+  subscribe(requests: readonly MqttSubscribeRequest[]): MqttSubscribeResult;
+  /** Call after SUBACK is written, with the result's retainedFilters: delivers retained values matching them [MQTT-3.3.1-6]. */
   sendRetained(filters: readonly string[]): void;
   unsubscribe(filters: readonly string[]): Durable;
   /** Whether this session holds a subscription to exactly this filter (MQTT 5's UNSUBACK says so). */

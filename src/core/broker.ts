@@ -164,7 +164,7 @@ export class Broker {
       this.sessions.set(session.clientId, session);
       for (const [filter, qos] of sessionState.subscriptions) {
         const shared = isSharedFilter(filter) ? parseSharedFilter(filter) : undefined;
-        if (shared === undefined) this.subscriptions.add(filter, session, qos);
+        if (shared === undefined) this.subscriptions.add(filter, session, qos, sessionState.subscriptionOptions.get(filter)?.noLocal === true);
         else if (!('problem' in shared)) this.shared.join(session, shared, qos);
       }
     }

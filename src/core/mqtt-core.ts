@@ -10,7 +10,8 @@
 import { assert } from '../assert.js';
 import type { DocBody, SubBody } from '../projections/records.js';
 import type {
-  Durable, MqttClientLink, MqttConnectOptions, MqttCore, MqttIncomingPublish, MqttPublishResult, MqttSessionHandle, MqttSubscribeResult, MqttTopicReader, Qos,
+  Durable, MqttClientLink, MqttConnectOptions, MqttCore, MqttIncomingPublish, MqttPublishResult, MqttSessionHandle, MqttSubscribeRequest, MqttSubscribeResult,
+  MqttTopicReader, Qos,
 } from './api.js';
 import { queuesAccepting, type QueueRuntime } from './amqp-queue.js';
 import { record, type PendingRecord } from './committer.js';
@@ -19,6 +20,8 @@ import { isExpired, storedPropertiesOf } from './mqtt-message-properties.js';
 import { minQos, swapSeparators, SessionRuntime } from './mqtt-sessions.js';
 import { SessionExpiry } from './session-expiry.js';
 import { messagePropertiesBody } from '../projections/message-properties.js';
+import { applySub, applyUnsub } from '../projections/mqtt-sessions.js';
+import { subscriptionOptionsBody } from '../projections/subscription-options.js';
 import { publish, type PublishContext } from './publish.js';
 import { parseSharedFilter, type SharedFilter } from './shared-subscription.js';
 import { SubscriptionIndex } from './subscription-index.js';
@@ -155,10 +158,11 @@ class SessionHandle implements MqttSessionHandle {
     this.context.shared.memberReady(this.session);
   }
 
-  subscribe(requests: ReadonlyArray<{ readonly filter: string; readonly qos: Qos }>): MqttSubscribeResult {
+  subscribe(requests: readonly MqttSubscribeRequest[]): MqttSubscribeResult {
     const granted: Array<Qos | 0x80> = [];
     const records: PendingRecord[] = [];
     const joins: Array<[SharedFilter, Qos]> = [];
+    const retainedFilters: string[] = [];
     for (const request of requests) {
       const filter = request.filter;
       const shared = isSharedFilter(filter) ? parseSharedFilter(filter) : undefined;
@@ -167,17 +171,19 @@ class SessionHandle implements MqttSessionHandle {
         continue;
       }
       const qos = request.qos;
-      const body: SubBody = { c: this.session.clientId, f: filter, qos };
+      const existed = this.session.state.subscriptions.has(filter);
+      const body: SubBody = { c: this.session.clientId, f: filter, qos, ...subscriptionOptionsBody(request.options) };
       if (this.session.persistent) records.push(record('sub', body));
-      else this.session.state.subscriptions.set(filter, qos);
-      if (shared === undefined) this.context.subscriptions.add(filter, this.session, qos);
+      else applySub(this.session.state, body);
+      if (shared === undefined) this.context.subscriptions.add(filter, this.session, qos, body.nl === true);
       else joins.push([shared, qos]);
+      if (wantsRetained(request.options?.retainHandling, existed)) retainedFilters.push(filter);
       granted.push(qos);
     }
     const durable = records.length > 0 ? this.context.committer.commit(records) : undefined;
     // After the commit: a persistent member's group is in the projection by now, so the group knows it is durable.
     for (const [shared, qos] of joins) this.context.shared.join(this.session, shared, qos);
-    return { granted, durable };
+    return { granted, durable, retainedFilters };
   }
 
   sendRetained(filters: readonly string[]): void {
@@ -241,8 +247,9 @@ class SessionHandle implements MqttSessionHandle {
       const known = this.session.state.subscriptions.has(filter);
       this.context.subscriptions.remove(filter, this.session);
       if (!known) continue;
-      if (this.session.persistent) records.push(record('unsub', { c: this.session.clientId, f: filter }));
-      else this.session.state.subscriptions.delete(filter);
+      const body = { c: this.session.clientId, f: filter };
+      if (this.session.persistent) records.push(record('unsub', body));
+      else applyUnsub(this.session.state, body);
     }
     const durable = records.length > 0 ? this.context.committer.commit(records) : undefined;
     for (const filter of filters) if (isSharedFilter(filter)) this.context.shared.leave(this.session, filter);
@@ -300,6 +307,15 @@ class SessionHandle implements MqttSessionHandle {
   }
 }
 
+/**
+ * Retain Handling [MQTT-3.3.1-9] [MQTT-3.3.1-10] [MQTT-3.3.1-11]: 0 (and every 3.1.1
+ * subscription) sends the retained messages at each SUBSCRIBE, 1 only when the subscription did
+ * not exist before it, 2 never.
+ */
+function wantsRetained(retainHandling: 0 | 1 | 2 | undefined, existed: boolean): boolean {
+  return retainHandling === undefined || retainHandling === 0 || (retainHandling === 1 && !existed);
+}
+
 /** Route an MQTT publish: MQTT subscribers, amq.topic (bridge), ingest routes, the retained store. */
 function mqttPublish(context: MqttCoreContext, from: string, rx2: { c: string; id: number } | undefined, incoming: Omit<MqttIncomingPublish, 'packetId'>): Durable {
   const { topic, payload, qos } = incoming;
@@ -317,7 +333,8 @@ function mqttPublish(context: MqttCoreContext, from: string, rx2: { c: string; i
     persistent: qos >= 1,
     from,
     mqttProperties,
-    sessions: context.subscriptions.match(topic),
+    // The publisher's own No Local subscriptions do not match [MQTT-3.8.3-3].
+    sessions: context.subscriptions.match(topic, context.sessions.get(from)),
     groups: context.shared.match(topic),
     // A full reject-publish queue refuses it; MQTT 3.1.1 has no way to tell the publisher.
     queues: queuesAccepting(context.bridgeQueues(swapSeparators(topic)), payload.byteLength),

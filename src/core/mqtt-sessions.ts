@@ -27,6 +27,7 @@ import type { MessageStore } from './message-store.js';
 import { isExpired, outgoingPropertiesOf } from './mqtt-message-properties.js';
 import type { BrokerObserver } from './observer.js';
 import type { SharedInflight } from './shared-subscription.js';
+import { deliveryFlagsOf, sharedDeliveryFlagsOf } from './subscription-delivery.js';
 
 export function packetIdOf(seq: number): number {
   return ((seq - 1) % 65535) + 1;
@@ -131,7 +132,8 @@ export class SessionDelivery {
       }
       session.inflight.set(packetId, seq);
       const properties = outgoingPropertiesOf(message.mqttProperties, now);
-      link.sendPublish({ topic, payload: message.payload, qos: qosOf(entry.flags), retain: message.retain === true, dup: entry.deliveries > 0, packetId, properties });
+      const { retain, subscriptionIdentifiers } = deliveryFlagsOf(session.state, message, topic, message.retain === true);
+      link.sendPublish({ topic, payload: message.payload, qos: qosOf(entry.flags), retain, dup: entry.deliveries > 0, packetId, properties, subscriptionIdentifiers });
       this.observer.messageOut('mqtt');
       if (session.persistent) this.committer.settleLater('deliver', session.destination, seq);
       else session.state.pending.markDelivered(seq);
@@ -245,10 +247,18 @@ export class SessionDelivery {
     this.pump(session);
   }
 
-  sendDirect(session: SessionRuntime, message: StoredMessage, retain: boolean): void {
+  /**
+   * A QoS 0 delivery, straight to the wire. `onSubscribe`: a retained message sent because of a
+   * new subscription; `group`: a shared group's delivery to this member.
+   */
+  sendDirect(session: SessionRuntime, message: StoredMessage, onSubscribe: boolean, group?: string): void {
     if (!session.link) return;
     const properties = message.mqttProperties === undefined ? undefined : outgoingPropertiesOf(message.mqttProperties, this.clock());
-    session.link.sendPublish({ topic: mqttTopicOf(message), payload: message.payload, qos: 0, retain, dup: false, properties });
+    const topic = mqttTopicOf(message);
+    const { retain, subscriptionIdentifiers } = group === undefined
+      ? deliveryFlagsOf(session.state, message, topic, onSubscribe)
+      : sharedDeliveryFlagsOf(session.state, group, message);
+    session.link.sendPublish({ topic, payload: message.payload, qos: 0, retain, dup: false, properties, subscriptionIdentifiers });
     this.observer.messageOut('mqtt');
   }
 }

@@ -87,6 +87,7 @@ export function publish(context: PublishContext, routed: Publication): Durable {
     if (publication.properties !== undefined) body.h = publication.properties;
     if (publication.mqttProperties !== undefined) body.m = messagePropertiesBody(publication.mqttProperties);
     if (publication.exchange === undefined) body.qos = publication.qos;
+    if (publication.retain !== undefined) body.rp = true;
     if (durableSessions.length > 0) body.s = durableSessions;
     if (durableQueues.length > 0) body.u = durableQueues.map(([queue, seq]) => [queue.name, seq] as const);
     if (durableGroups.length > 0) body.g = durableGroups;
@@ -228,6 +229,7 @@ function storedMessage(publication: Publication, lsn: number, timestamp: number)
   if (publication.properties !== undefined) message.properties = publication.properties;
   if (publication.mqttProperties !== undefined) message.mqttProperties = publication.mqttProperties;
   if (publication.exchange === undefined) message.qos = publication.qos;
+  if (publication.retain !== undefined) message.publishedRetain = true;
   return message;
 }
 

@@ -23,6 +23,8 @@
 import { outgoingPropertiesOf } from './mqtt-message-properties.js';
 import { EntryFlag, EntryQueue, type EntryView } from '../projections/entry-queue.js';
 import { isSharedFilter, sharedFilterPrefix } from '../projections/shared-groups.js';
+
+export { isSharedFilter };
 import type { BrokerState, GroupState, StoredMessage } from '../projections/state.js';
 import type { Qos } from './api.js';
 import { record, type Committer, type PendingRecord } from './committer.js';
@@ -31,6 +33,7 @@ import type { MessageStore } from './message-store.js';
 import { minQos, mqttTopicOf, packetIdOf, type SessionDelivery, type SessionRuntime } from './mqtt-sessions.js';
 import { qosOf } from '../projections/destinations.js';
 import type { BrokerObserver } from './observer.js';
+import { sharedDeliveryFlagsOf } from './subscription-delivery.js';
 import { SubscriptionIndex } from './subscription-index.js';
 import { validateTopicFilter } from './topic-filter.js';
 
@@ -259,7 +262,7 @@ export class SharedSubscriptions {
     for (const group of groups) {
       if (qos === 0) {
         const member = group.nextMember(() => true);
-        if (member !== undefined) this.context.delivery.sendDirect(member, message, false);
+        if (member !== undefined) this.context.delivery.sendDirect(member, message, false, group.name);
         continue;
       }
       const seq = group.nextSeq++;
@@ -312,9 +315,11 @@ export class SharedSubscriptions {
     const durable = (entry.flags & EntryFlag.durable) !== 0;
     // MQTT 5 properties travel to a group member as to any subscriber (the expiry as what is left of it).
     const properties = message.mqttProperties === undefined ? undefined : outgoingPropertiesOf(message.mqttProperties, Date.now());
+    // The member's subscription to this group gives the RETAIN flag (Retain As Published) and the identifier.
+    const { retain, subscriptionIdentifiers } = sharedDeliveryFlagsOf(member.state, group.name, message);
     this.context.observer.messageOut('mqtt');
     if (qos === 0) {
-      member.link!.sendPublish({ topic, payload: message.payload, qos: 0, retain: false, dup: false, properties });
+      member.link!.sendPublish({ topic, payload: message.payload, qos: 0, retain, dup: false, properties, subscriptionIdentifiers });
       this.finish(group, entry);
       return;
     }
@@ -322,7 +327,7 @@ export class SharedSubscriptions {
     member.sharedInflight.set(packetId, { group, entry });
     group.inflight++;
     if (durable) this.context.committer.settleLater('deliver', { g: group.name }, entry.seq);
-    member.link!.sendPublish({ topic, payload: message.payload, qos, retain: false, dup: entry.deliveries > 0, packetId, properties });
+    member.link!.sendPublish({ topic, payload: message.payload, qos, retain, dup: entry.deliveries > 0, packetId, properties, subscriptionIdentifiers });
   }
 
   private finish(group: SharedGroup, entry: EntryView<StoredMessage>): void {

@@ -22,10 +22,12 @@ interface TrieNode<S> {
   plusChild: TrieNode<S> | undefined;
   hashChild: TrieNode<S> | undefined;
   readonly subscribers: Map<S, Qos>;
+  /** The subscribers here whose subscription is MQTT 5 No Local; created on first use. */
+  noLocal: Set<S> | undefined;
 }
 
 function createNode<S>(): TrieNode<S> {
-  return { literalChildren: new Map(), plusChild: undefined, hashChild: undefined, subscribers: new Map() };
+  return { literalChildren: new Map(), plusChild: undefined, hashChild: undefined, subscribers: new Map(), noLocal: undefined };
 }
 
 function isEmptyNode<S>(node: TrieNode<S>): boolean {
@@ -63,10 +65,11 @@ export class SubscriptionIndex<S> {
 
   /**
    * Subscribes `subscriber` to `filter`. A second subscription with the same
-   * filter replaces the first one's QoS [MQTT-3.8.4-3]. The protocol layer must
-   * have validated the filter: an invalid one here is a bug.
+   * filter replaces the first one's QoS and No Local [MQTT-3.8.4-3]. The protocol layer must
+   * have validated the filter: an invalid one here is a bug. `noLocal`: messages this
+   * subscriber publishes itself do not match this subscription [MQTT-3.8.3-3].
    */
-  add(filter: string, subscriber: S, qos: Qos): void {
+  add(filter: string, subscriber: S, qos: Qos, noLocal = false): void {
     assert(validateTopicFilter(filter) === undefined, `SubscriptionIndex.add: invalid filter '${filter}'`);
     let node = this.root;
     for (const level of filter.split('/')) {
@@ -82,6 +85,8 @@ export class SubscriptionIndex<S> {
     }
     if (!node.subscribers.has(subscriber)) this.subscriptionCount++;
     node.subscribers.set(subscriber, qos);
+    if (noLocal) (node.noLocal ??= new Set()).add(subscriber);
+    else node.noLocal?.delete(subscriber);
     let filters = this.filtersBySubscriber.get(subscriber);
     if (filters === undefined) {
       filters = new Map();
@@ -103,6 +108,7 @@ export class SubscriptionIndex<S> {
     }
     const leaf = path[path.length - 1];
     assert(leaf !== undefined && leaf.subscribers.delete(subscriber), `SubscriptionIndex: '${filter}' lost its subscriber`);
+    leaf.noLocal?.delete(subscriber);
     this.subscriptionCount--;
     filters.delete(filter);
     if (filters.size === 0) this.filtersBySubscriber.delete(subscriber);
@@ -129,8 +135,9 @@ export class SubscriptionIndex<S> {
   /**
    * Every subscriber with a filter matching `topic`, once, with the maximum QoS of
    * its matching filters [MQTT-3.3.5-1]. `topic` must be a valid topic name.
+   * `publisher`'s own No Local subscriptions do not match [MQTT-3.8.3-3].
    */
-  match(topic: string): Map<S, Qos> {
+  match(topic: string, publisher?: S): Map<S, Qos> {
     const result = new Map<S, Qos>();
     const levels = topic.split('/');
     // Wildcards in the first level do not match topics starting with '$' [MQTT-4.7.2-1].
@@ -140,10 +147,10 @@ export class SubscriptionIndex<S> {
       const { node, depth } = entry;
       const wildcardsAllowed = depth > 0 || !dollarTopic;
       // '#' matches the remaining levels, and also none: "sport/#" matches "sport".
-      if (node.hashChild !== undefined && wildcardsAllowed) collect(result, node.hashChild);
+      if (node.hashChild !== undefined && wildcardsAllowed) collect(result, node.hashChild, publisher);
       const level = levels[depth];
       if (level === undefined) {
-        collect(result, node);
+        collect(result, node, publisher);
         continue;
       }
       const literal = node.literalChildren.get(level);
@@ -167,8 +174,9 @@ export class SubscriptionIndex<S> {
   }
 }
 
-function collect<S>(result: Map<S, Qos>, node: TrieNode<S>): void {
+function collect<S>(result: Map<S, Qos>, node: TrieNode<S>, publisher: S | undefined): void {
   for (const [subscriber, qos] of node.subscribers) {
+    if (subscriber === publisher && node.noLocal?.has(subscriber) === true) continue;
     const previous = result.get(subscriber);
     if (previous === undefined || qos > previous) result.set(subscriber, qos);
   }

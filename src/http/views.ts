@@ -33,7 +33,8 @@ export function sessionsView(broker: Broker): unknown {
     clientId: session.clientId,
     connected: session.link !== undefined,
     persistent: session.persistent,
-    subscriptions: [...session.state.subscriptions].map(([filter, qos]) => ({ filter, qos })),
+    // MQTT 5 options (noLocal, retainAsPublished, retainHandling, identifier) only where set.
+    subscriptions: [...session.state.subscriptions].map(([filter, qos]) => ({ filter, qos, ...session.state.subscriptionOptions.get(filter) })),
     pending: session.state.pending.size,
     /** Its own messages and shared-subscription deliveries. */
     inflight: session.inflight.size + session.sharedInflight.size,

@@ -8,6 +8,7 @@
  * preview.
  */
 import { kindName, type BodyOf, type DestinationRef, type MessagePropertiesBody } from '../projections/records.js';
+import type { SubscriptionOptionsBody } from '../projections/subscription-options.js';
 
 const previewCharsMax = 40;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -77,7 +78,7 @@ export function summarize(kind: number, body: unknown): string {
       const expiry = s.e !== undefined ? ` expiry=${s.e}s` : s.until !== undefined ? ` until=${isoTime(s.until)}` : '';
       return `client=${s.c} ${s.op}${expiry}`;
     }
-    case 'sub': { const s = b as unknown as BodyOf['sub']; return `client=${s.c} filter=${s.f} qos=${s.qos}`; }
+    case 'sub': { const s = b as unknown as BodyOf['sub']; return `client=${s.c} filter=${s.f} qos=${s.qos}${subscriptionOptionsText(s)}`; }
     case 'unsub': { const s = b as unknown as BodyOf['unsub']; return `client=${s.c} filter=${s.f}`; }
     case 'msg': return summarizeMsg(b as unknown as BodyOf['msg']);
     case 'ack':
@@ -92,6 +93,16 @@ export function summarize(kind: number, body: unknown): string {
     case 'doc': { const s = b as unknown as BodyOf['doc']; return `collection=${s.col} id=${s.id} ${JSON.stringify(s.doc).slice(0, 60)}`; }
     default: return JSON.stringify(toJsonValue(body)).slice(0, 120);
   }
+}
+
+/** MQTT 5 subscription options, as ` no-local retain-as-published retain-handling=1 id=7` (empty when none). */
+export function subscriptionOptionsText(options: SubscriptionOptionsBody): string {
+  const parts: string[] = [];
+  if (options.nl === true) parts.push('no-local');
+  if (options.rap === true) parts.push('retain-as-published');
+  if (options.rh !== undefined) parts.push(`retain-handling=${options.rh}`);
+  if (options.id !== undefined) parts.push(`id=${options.id}`);
+  return parts.length === 0 ? '' : ` ${parts.join(' ')}`;
 }
 
 /** MQTT 5 properties, as `mqtt5{...}`: what a publisher attached, for forensics. */
@@ -113,6 +124,7 @@ function summarizeMsg(m: BodyOf['msg']): string {
   if (m.from !== undefined) parts.push(`from=${m.from}`);
   if (m.qos !== undefined) parts.push(`qos=${m.qos}`);
   if (m.r) parts.push('retained');
+  if (m.rp) parts.push('retain-flag');
   if (m.movedFrom !== undefined) parts.push(`moved-from=LSN ${m.movedFrom}`);
   if (m.m !== undefined) parts.push(summarizeMessageProperties(m.m));
   const destinations = [...(m.s ?? []).map(([c, seq]) => `c:${c}#${seq}`), ...(m.u ?? []).map(([q, seq]) => `q:${q}#${seq}`), ...(m.g ?? []).map(([g, seq]) => `g:${g}#${seq}`)];

@@ -9,8 +9,9 @@
  */
 import { encodeState } from '../projections/snapshot-codec.js';
 import type { BrokerState } from '../projections/state.js';
+import { subscriptionOptionsBody } from '../projections/subscription-options.js';
 import { dataFlag, jsonFlag, parsePoint, pointProblem, requiredString, type CommandSpec, type ParsedFlags } from './args.js';
-import { isoTime, payloadPreview, toJsonValue } from './format.js';
+import { isoTime, payloadPreview, subscriptionOptionsText, toJsonValue } from './format.js';
 import { writeLines } from './output.js';
 import { projectState, resolvePoint } from './project.js';
 import type { InspectIo } from './progress.js';
@@ -41,7 +42,11 @@ export async function inspectState(flags: ParsedFlags, io: InspectIo): Promise<n
 
 export function summary(state: BrokerState): Record<string, unknown> {
   return {
-    sessions: [...state.sessions.values()].map((s) => ({ client: s.clientId, subscriptions: Object.fromEntries(s.subscriptions), pending: s.pending.size, dropped: s.dropped, rx2: s.rx2.size, rel: s.rel.size })),
+    sessions: [...state.sessions.values()].map((s) => ({
+      client: s.clientId, subscriptions: Object.fromEntries(s.subscriptions),
+      // MQTT 5 options under the sub record's short keys, only for the subscriptions that have some.
+      ...(s.subscriptionOptions.size > 0 ? { subscriptionOptions: Object.fromEntries([...s.subscriptionOptions].map(([filter, options]) => [filter, subscriptionOptionsBody(options)])) } : {}),
+      pending: s.pending.size, dropped: s.dropped, rx2: s.rx2.size, rel: s.rel.size })),
     retained: [...state.retained.values()].map((r) => ({ topic: r.topic, qos: r.qos, bytes: r.payload.length, lsn: r.lsn })),
     exchanges: [...state.exchanges.values()].map((e) => ({ name: e.name, type: e.type, autoDelete: e.autoDelete })),
     queues: [...state.queues.values()].map((q) => ({ name: q.name, depth: q.pending.size, dropped: q.dropped, nextSeq: q.nextSeq, autoDelete: q.autoDelete })),
@@ -54,7 +59,7 @@ export function summary(state: BrokerState): Record<string, unknown> {
 function stateLines(state: BrokerState): string[] {
   const lines = [`sessions (${state.sessions.size}):`];
   for (const s of state.sessions.values()) {
-    const subscriptions = [...s.subscriptions].map(([filter, qos]) => `${filter} (qos ${qos})`).join(', ') || 'none';
+    const subscriptions = [...s.subscriptions].map(([filter, qos]) => `${filter} (qos ${qos}${subscriptionOptionsText(subscriptionOptionsBody(s.subscriptionOptions.get(filter)))})`).join(', ') || 'none';
     lines.push(`  ${s.clientId}  pending ${s.pending.size}  dropped ${s.dropped}  qos2-in ${s.rx2.size}  pubcomp-owed ${s.rel.size}  subscriptions: ${subscriptions}`);
   }
   lines.push(`retained (${state.retained.size}):`);

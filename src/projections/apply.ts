@@ -70,6 +70,7 @@ export function storedMessageOf(body: MsgBody, lsn: number, timestamp: number): 
   if (body.qos !== undefined) message.qos = body.qos;
   if (body.from !== undefined) message.from = body.from;
   if (body.r) message.retain = true;
+  if (body.rp) message.publishedRetain = true;
   if (body.m !== undefined) message.mqttProperties = messagePropertiesOf(body.m);
   return message;
 }

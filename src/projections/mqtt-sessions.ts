@@ -9,6 +9,7 @@
  */
 import type { RelBody, Rx2Body, SessionBody, SubBody, UnsubBody } from './records.js';
 import { newSession, type BrokerState, type SessionState } from './state.js';
+import { subscriptionOptionsOf } from './subscription-options.js';
 
 export function applySession(state: BrokerState, body: SessionBody): void {
   if (body.op === 'open') {
@@ -29,12 +30,17 @@ export function applySession(state: BrokerState, body: SessionBody): void {
   }
 }
 
+/** A subscription replaces an earlier one with the same filter, options included [MQTT-3.8.4-3]. */
 export function applySub(session: SessionState, body: SubBody): void {
   session.subscriptions.set(body.f, body.qos);
+  const options = subscriptionOptionsOf(body);
+  if (options === undefined) session.subscriptionOptions.delete(body.f);
+  else session.subscriptionOptions.set(body.f, options);
 }
 
 export function applyUnsub(session: SessionState, body: UnsubBody): void {
   session.subscriptions.delete(body.f);
+  session.subscriptionOptions.delete(body.f);
 }
 
 export function applyRx2(session: SessionState, body: Rx2Body): void {

@@ -74,7 +74,21 @@ export type DestinationRef = { readonly c: string } | { readonly q: string } | {
  * exactly once however often the broker restarts.
  */
 export interface SessionBody { readonly c: string; readonly op: 'open' | 'end' | 'offline'; readonly e?: number; readonly until?: number }
-export interface SubBody { readonly c: string; readonly f: string; readonly qos: 0 | 1 | 2 }
+/**
+ * A subscription. MQTT 5 subscription options (§3.8.3.1) and identifier (§3.8.2.1.2) are optional
+ * fields added with them, present only when not the default, so a 3.1.1 subscription and every
+ * record written before them read as defaults: `nl` No Local, `rap` Retain As Published, `rh`
+ * Retain Handling 1 or 2 (absent: 0), `id` the Subscription Identifier (1…268,435,455).
+ */
+export interface SubBody {
+  readonly c: string;
+  readonly f: string;
+  readonly qos: 0 | 1 | 2;
+  readonly nl?: true;
+  readonly rap?: true;
+  readonly rh?: 1 | 2;
+  readonly id?: number;
+}
 export interface UnsubBody { readonly c: string; readonly f: string }
 
 /**
@@ -117,6 +131,8 @@ export interface MsgBody {
   readonly from?: string;
   /** A retained value queued for a session on subscribe: delivered with the retain flag. */
   readonly r?: true;
+  /** Published with the RETAIN flag (optional field added with MQTT 5's Retain As Published: absent reads as not). */
+  readonly rp?: true;
   /**
    * Moved from: the LSN of the msg record this one copies, so that an old segment can be released
    * (segment-release.ts). The destinations listed already hold the message under that LSN: their

@@ -10,7 +10,9 @@
  * state iterates like the original. A queue's row ends with its x-arguments
  * only when it has some: rows written before arguments existed read the same.
  * Shared-subscription groups are an optional trailing field: a snapshot
- * written before groups existed reads as having none.
+ * written before groups existed reads as having none. A session's
+ * subscription is [filter, qos], with its MQTT 5 options (short keys, as in
+ * the sub record) as a third element only when it has some.
  *
  * Version 1 (Cairn 0.1: every queued message's payload inline) is still read:
  * its messages become held entries, so nothing depends on segments that the
@@ -20,8 +22,9 @@ import { decodeCollections, encodeCollections, type EncodedCollection } from './
 import { EntryQueue } from './entry-queue.js';
 import { bindingKey } from './state.js';
 import type { QueueArguments } from './records.js';
+import { subscriptionOptionsBody, subscriptionOptionsOf, type SubscriptionOptionsBody } from './subscription-options.js';
 import type {
-  BindingState, BrokerState, DestinationState, ExchangeState, GroupState, QueueState, RetainedValue, SessionState, StoredMessage,
+  BindingState, BrokerState, DestinationState, ExchangeState, GroupState, QueueState, RetainedValue, SessionState, StoredMessage, SubscriptionOptions,
 } from './state.js';
 
 export const snapshotFormatVersion = 2;
@@ -37,12 +40,31 @@ function sessionExpiryOf(session: SessionState): EncodedSessionExpiry {
   return { ...(session.expiryInterval === undefined ? {} : { e: session.expiryInterval }), ...(session.expiresAt === undefined ? {} : { until: session.expiresAt }) };
 }
 
+/** Filter, QoS and, only for a subscription with MQTT 5 options, those options. */
+type EncodedSubscription = [string, 0 | 1 | 2] | [string, 0 | 1 | 2, SubscriptionOptionsBody];
+
+function encodeSubscriptions(session: SessionState): EncodedSubscription[] {
+  return [...session.subscriptions].map(([filter, qos]): EncodedSubscription => {
+    const options = session.subscriptionOptions.get(filter);
+    return options === undefined ? [filter, qos] : [filter, qos, subscriptionOptionsBody(options)];
+  });
+}
+
+function decodeSubscriptionOptions(subscriptions: readonly EncodedSubscription[]): Map<string, SubscriptionOptions> {
+  const options = new Map<string, SubscriptionOptions>();
+  for (const [filter, , body] of subscriptions) {
+    const decoded = body === undefined ? undefined : subscriptionOptionsOf(body);
+    if (decoded !== undefined) options.set(filter, decoded);
+  }
+  return options;
+}
+
 export interface EncodedState {
   v: number;
   lastLsn: number;
   lastTimestamp: number;
   /** The trailing expiry element is present only for an MQTT 5 session with an expiry (older snapshots have none). */
-  sessions: Array<[string, Array<[string, 0 | 1 | 2]>, EncodedEntries, number, number[], Array<[number, number]>, number, EncodedSessionExpiry?]>;
+  sessions: Array<[string, EncodedSubscription[], EncodedEntries, number, number[], Array<[number, number]>, number, EncodedSessionExpiry?]>;
   retained: RetainedValue[];
   exchanges: ExchangeState[];
   /** The trailing arguments element is present only for a queue declared with arguments (older snapshots have none). */
@@ -59,7 +81,7 @@ export interface EncodedState {
  */
 export function encodeState(state: BrokerState, columns: 'copies' | 'views' = 'copies'): EncodedState {
   const sessions = [...state.sessions.values()].map((s) => [
-    s.clientId, [...s.subscriptions], encodeEntries(s, columns), s.nextSeq, [...s.rx2], [...s.rel], s.dropped,
+    s.clientId, encodeSubscriptions(s), encodeEntries(s, columns), s.nextSeq, [...s.rx2], [...s.rel], s.dropped,
     // MQTT 5 expiry, only when set: snapshots of 3.1.1 sessions keep their old shape.
     ...(s.expiryInterval === undefined && s.expiresAt === undefined ? [] : [sessionExpiryOf(s)]),
   ] as EncodedState['sessions'][number]);
@@ -123,7 +145,7 @@ export function decodeState(encoded: EncodedState): BrokerState {
   const sessions = new Map<string, SessionState>();
   for (const [clientId, subs, entries, nextSeq, rx2, rel, dropped, expiry] of encoded.sessions) {
     sessions.set(clientId, {
-      clientId, subscriptions: new Map(subs), pending: entriesOf(entries), nextSeq, rx2: new Set(rx2), rel: new Map(rel), dropped,
+      clientId, subscriptions: new Map(subs.map(([filter, qos]) => [filter, qos])), subscriptionOptions: decodeSubscriptionOptions(subs), pending: entriesOf(entries), nextSeq, rx2: new Set(rx2), rel: new Map(rel), dropped,
       ...(expiry?.e === undefined ? {} : { expiryInterval: expiry.e }), ...(expiry?.until === undefined ? {} : { expiresAt: expiry.until }),
     });
   }

@@ -28,6 +28,17 @@ export interface MessageProperties {
   readonly userProperties?: ReadonlyArray<readonly [name: string, value: string]>;
 }
 
+/**
+ * An MQTT 5 subscription's options [MQTT-3.8.3.1] and identifier [MQTT-3.8.2.1.2], each present only
+ * when not the default (No Local 0, Retain As Published 0, Retain Handling 0, no identifier).
+ */
+export interface SubscriptionOptions {
+  readonly noLocal?: true;
+  readonly retainAsPublished?: true;
+  readonly retainHandling?: 1 | 2;
+  readonly identifier?: number;
+}
+
 export interface StoredMessage {
   readonly lsn: number;
   readonly timestamp: number;
@@ -39,6 +50,8 @@ export interface StoredMessage {
   readonly from?: string;
   /** Sent with the MQTT retain flag: a retained value delivered on subscribe. */
   readonly retain?: boolean;
+  /** Published with the RETAIN flag: kept on the way out to a Retain As Published subscription [MQTT-3.3.1-13]. */
+  readonly publishedRetain?: true;
   /** MQTT 5 properties, when the publish had any. */
   readonly mqttProperties?: MessageProperties;
 }
@@ -55,6 +68,11 @@ export interface DestinationState {
 export interface SessionState extends DestinationState {
   readonly clientId: string;
   readonly subscriptions: Map<string, 0 | 1 | 2>;
+  /**
+   * The options of the subscriptions that have some (MQTT 5), by filter; its keys are a subset of
+   * `subscriptions`' keys. Sparse on purpose: a session without options costs nothing at delivery.
+   */
+  readonly subscriptionOptions: Map<string, SubscriptionOptions>;
   /** Inbound QoS 2 packet ids whose PUBREL has not arrived yet. */
   readonly rx2: Set<number>;
   /** Outbound QoS 2: packet id → seq of messages PUBREC'd whose PUBCOMP is owed. */
@@ -146,7 +164,7 @@ export function bindingKey(exchange: string, queue: string, routingKey: string):
 }
 
 export function newSession(clientId: string): SessionState {
-  return { clientId, subscriptions: new Map(), pending: new EntryQueue(), nextSeq: 1, rx2: new Set(), rel: new Map(), dropped: 0 };
+  return { clientId, subscriptions: new Map(), subscriptionOptions: new Map(), pending: new EntryQueue(), nextSeq: 1, rx2: new Set(), rel: new Map(), dropped: 0 };
 }
 
 export function newQueue(name: string, autoDelete: boolean, args?: QueueArguments): QueueState {

@@ -12,7 +12,7 @@ import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
 import type { IConnackPacket } from 'mqtt-packet';
 import { afterEach, expect, it } from 'vitest';
 import { untilDurable } from '../support/broker-log-position.js';
-import { runCairnCommand, startBroker, tempDataDir, type BrokerProcess } from '../support/broker-process.js';
+import { runCairnCommand, startMqttBroker, tempDataDir, type BrokerProcess } from '../support/broker-process.js';
 import { until } from '../support/kit.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -20,11 +20,7 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function broker(dir: string): Promise<BrokerProcess> {
-  const running = await startBroker(dir, ['--amqp-port', 'off', '--snapshot-every', '5']);
-  cleanups.push(() => (running.child.exitCode === null ? running.kill() : undefined));
-  return running;
-}
+const broker = (dir: string): Promise<BrokerProcess> => startMqttBroker(dir, cleanups);
 
 async function open(port: number, clientId: string, options: IClientOptions, payloads?: string[]): Promise<{ client: MqttClient; sessionPresent: boolean }> {
   const client = mqtt.connect({ host: '127.0.0.1', port, clientId, protocolVersion: 5, reconnectPeriod: 0, ...options });

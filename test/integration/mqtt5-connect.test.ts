@@ -73,7 +73,7 @@ describe('MQTT 5 CONNECT on the 3.1.1 listener', () => {
     expect(connack.reasonCode).toBe(0);
     expect(connack.properties).toMatchObject({
       receiveMaximum: 1024, maximumPacketSize: 1024 * 1024, topicAliasMaximum: 64, retainAvailable: true,
-      wildcardSubscriptionAvailable: true, subscriptionIdentifiersAvailable: false, sharedSubscriptionAvailable: true,
+      wildcardSubscriptionAvailable: true, subscriptionIdentifiersAvailable: true, sharedSubscriptionAvailable: true,
     });
     expect(connack.properties?.assignedClientIdentifier).toBeUndefined();
   });

@@ -4,7 +4,8 @@
  * test/integration/fixtures/paho-mqtt5-check.py against the broker and prints
  * what it saw: CONNACK's properties, SUBACK's reason codes, and its own two
  * messages (QoS 1 with PUBLISH properties, QoS 2) delivered back to it, the
- * properties intact.
+ * properties intact; and a second script's subscription options (No Local,
+ * Retain As Published, Retain Handling, a Subscription Identifier) act.
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -19,6 +20,7 @@ import { startMqttServer, type MqttServer } from '../../src/protocols/mqtt/serve
 
 const run = promisify(execFile);
 const script = join(import.meta.dirname, 'fixtures', 'paho-mqtt5-check.py');
+const optionsScript = join(import.meta.dirname, 'fixtures', 'paho-mqtt5-subscription-options.py');
 
 let dataDir: string;
 let log: SegmentedLog;
@@ -61,4 +63,15 @@ it('paho-mqtt MQTTv5 connects, subscribes and gets its QoS 1 and QoS 2 messages 
     },
   });
   expect(byTopic.get('paho/v5/two')).toMatchObject({ payload: 'qos two', qos: 1 });
+});
+
+it('paho-mqtt MQTTv5 subscription options: No Local, Retain As Published and a Subscription Identifier act', async () => {
+  const { stdout } = await run('/usr/bin/python3', [optionsScript, String(server.port)], { timeout: 20_000 });
+  const { messages } = JSON.parse(stdout) as { messages: Array<{ topic: string; payload: string; retain: number | boolean; properties: Record<string, unknown> }> };
+  // Its own paho/nl/ message does not come back [MQTT-3.8.3-3]; the RETAIN flag does [MQTT-3.3.1-13], with identifier 7.
+  expect(messages.map((message) => [message.topic, message.payload, Boolean(message.retain)])).toEqual([
+    ['paho/rap/kept', 'retained', true],
+    ['paho/rap/marker', 'marker', false],
+  ]);
+  expect(messages[0]?.properties).toMatchObject({ SubscriptionIdentifier: [7] });
 });

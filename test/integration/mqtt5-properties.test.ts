@@ -22,6 +22,7 @@ import { RecordKind } from '../../src/projections/records.js';
 import type { MqttServer } from '../../src/protocols/mqtt/server.js';
 import { startInProcessBroker, stopInProcessBroker } from '../support/in-process-broker.js';
 import { until } from '../support/kit.js';
+import { collectPublishes, connectMqtt5 } from '../support/mqtt5-client.js';
 
 let dataDir: string;
 let log: SegmentedLog;
@@ -50,20 +51,12 @@ afterEach(async () => {
 });
 
 async function open(clientId: string, options: IClientOptions = {}): Promise<MqttClient> {
-  const client = mqtt.connect(`mqtt://127.0.0.1:${server.port}`, { clientId, protocolVersion: 5, reconnectPeriod: 0, connectTimeout: 5_000, ...options });
+  const { client } = await connectMqtt5(server.port, clientId, options);
   clients.push(client);
-  await new Promise<void>((resolve, reject) => {
-    client.once('connect', () => resolve());
-    client.once('error', reject);
-  });
   return client;
 }
 
-function collect(client: MqttClient): IPublishPacket[] {
-  const received: IPublishPacket[] = [];
-  client.on('message', (_topic, _payload, packet) => received.push(packet));
-  return received;
-}
+const collect = collectPublishes;
 
 const allProperties = {
   payloadFormatIndicator: true,

@@ -1,7 +1,8 @@
 /**
  * SubscriptionIndex after random add / remove / removeAll sequences behaves like
- * a naive model: a list of (subscriber, filter, qos) matched one by one with a
- * regular-expression reference matcher.
+ * a naive model: a list of (subscriber, filter, qos, No Local) matched one by one with a
+ * regular-expression reference matcher; a match on behalf of a publisher leaves out its
+ * own No Local subscriptions [MQTT-3.8.3-3].
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -27,19 +28,19 @@ const subscriberArbitrary = fc.constantFrom('s0', 's1', 's2', 's3');
 const qosArbitrary = fc.constantFrom<Qos>(0, 1, 2);
 
 const operationArbitrary = fc.oneof(
-  { weight: 5, arbitrary: fc.record({ kind: fc.constant('add' as const), filter: filterArbitrary, subscriber: subscriberArbitrary, qos: qosArbitrary }) },
+  { weight: 5, arbitrary: fc.record({ kind: fc.constant('add' as const), filter: filterArbitrary, subscriber: subscriberArbitrary, qos: qosArbitrary, noLocal: fc.boolean() }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('remove' as const), filter: filterArbitrary, subscriber: subscriberArbitrary }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('removeAll' as const), subscriber: subscriberArbitrary }) },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant('match' as const), topic: topicArbitrary }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant('match' as const), topic: topicArbitrary, publisher: fc.option(subscriberArbitrary, { nil: undefined }) }) },
 );
 
 /** The model: a flat list, one entry per (subscriber, filter). */
 class SubscriptionListModel {
-  entries: Array<{ subscriber: string; filter: string; qos: Qos }> = [];
+  entries: Array<{ subscriber: string; filter: string; qos: Qos; noLocal: boolean }> = [];
 
-  add(filter: string, subscriber: string, qos: Qos): void {
+  add(filter: string, subscriber: string, qos: Qos, noLocal = false): void {
     this.entries = this.entries.filter((entry) => !(entry.subscriber === subscriber && entry.filter === filter));
-    this.entries.push({ subscriber, filter, qos });
+    this.entries.push({ subscriber, filter, qos, noLocal });
   }
 
   remove(filter: string, subscriber: string): boolean {
@@ -54,10 +55,10 @@ class SubscriptionListModel {
     return before - this.entries.length;
   }
 
-  match(topic: string): Map<string, Qos> {
+  match(topic: string, publisher?: string): Map<string, Qos> {
     const result = new Map<string, Qos>();
-    for (const { subscriber, filter, qos } of this.entries) {
-      if (!referenceMatches(topic, filter)) continue;
+    for (const { subscriber, filter, qos, noLocal } of this.entries) {
+      if (!referenceMatches(topic, filter) || (noLocal && subscriber === publisher)) continue;
       result.set(subscriber, Math.max(result.get(subscriber) ?? 0, qos) as Qos);
     }
     return result;
@@ -82,8 +83,8 @@ describe('SubscriptionIndex agrees with a naive list model', () => {
       for (const operation of operations) {
         switch (operation.kind) {
           case 'add':
-            index.add(operation.filter, operation.subscriber, operation.qos);
-            model.add(operation.filter, operation.subscriber, operation.qos);
+            index.add(operation.filter, operation.subscriber, operation.qos, operation.noLocal);
+            model.add(operation.filter, operation.subscriber, operation.qos, operation.noLocal);
             break;
           case 'remove':
             expect(index.remove(operation.filter, operation.subscriber)).toBe(model.remove(operation.filter, operation.subscriber));
@@ -92,10 +93,10 @@ describe('SubscriptionIndex agrees with a naive list model', () => {
             expect(index.removeAll(operation.subscriber)).toBe(model.removeAll(operation.subscriber));
             break;
           case 'match': {
-            const expected = model.match(operation.topic);
+            const expected = model.match(operation.topic, operation.publisher);
             matches++;
             if (expected.size > 0) nonEmptyMatches++;
-            expect(sorted(index.match(operation.topic))).toEqual(sorted(expected));
+            expect(sorted(index.match(operation.topic, operation.publisher))).toEqual(sorted(expected));
             break;
           }
         }

@@ -59,12 +59,28 @@ const mqtt5Properties = fc.option(
   ),
   { nil: undefined },
 );
+/**
+ * MQTT 5 subscription options on some subscriptions (the sub record's `nl`, `rap`, `rh`, `id`; kept in
+ * the snapshot's subscription rows). No Local is left out for shared filters, which refuse it.
+ */
+const subscriptionOptions = fc.option(
+  fc.record(
+    {
+      noLocal: fc.boolean(),
+      retainAsPublished: fc.boolean(),
+      retainHandling: fc.constantFrom<0 | 1 | 2>(0, 1, 2),
+      identifier: fc.constantFrom(1, 2, 268_435_455),
+    },
+    { requiredKeys: [] },
+  ),
+  { nil: undefined },
+);
 export const brokerCommand = fc.oneof(
   fc.record({ t: fc.constant('connect' as const), c: fc.constantFrom(...clients), clean: fc.boolean() }),
   // MQTT 5: Clean Start and a session expiry (0 ends at detach; 60 s gives an `offline` record).
   fc.record({ t: fc.constant('connect5' as const), c: fc.constantFrom(...clients), clean: fc.boolean(), expiry: fc.constantFrom(0, 60, 0xffffffff) }),
   fc.record({ t: fc.constant('detach' as const), c: fc.constantFrom(...clients) }),
-  fc.record({ t: fc.constant('subscribe' as const), c: fc.constantFrom(...clients), f: fc.constantFrom(...filters), qos }),
+  fc.record({ t: fc.constant('subscribe' as const), c: fc.constantFrom(...clients), f: fc.constantFrom(...filters), qos, options: subscriptionOptions }),
   fc.record({ t: fc.constant('unsubscribe' as const), c: fc.constantFrom(...clients), f: fc.constantFrom(...filters) }),
   fc.record({ t: fc.constant('publish' as const), c: fc.constantFrom(...clients), topic: fc.constantFrom(...topics), p: payload, qos, retain: fc.boolean(), id: fc.integer({ min: 1, max: 4 }), props: mqtt5Properties }),
   fc.record({ t: fc.constant('ackMqtt' as const), c: fc.constantFrom(...clients), how: fc.constantFrom('puback', 'pubrec', 'pubcomp', 'pubrel'), n: fc.nat(5) }),
@@ -135,7 +151,12 @@ export class BrokerHarness {
           break;
         }
         case 'detach': session?.handle.detach(); this.handles.delete(c.c); break;
-        case 'subscribe': if (session) { const r = session.handle.subscribe([{ filter: c.f, qos: c.qos }]); await r.durable; session.handle.sendRetained([c.f]); } break;
+        case 'subscribe': if (session) {
+          const options = c.options === undefined || !c.f.startsWith('$share/') ? c.options : { ...c.options, noLocal: false };
+          const r = session.handle.subscribe([{ filter: c.f, qos: c.qos, options }]);
+          await r.durable;
+          session.handle.sendRetained(r.retainedFilters);
+        } break;
         case 'unsubscribe': await session?.handle.unsubscribe([c.f]); break;
         case 'publish': if (session) await session.handle.publish({ topic: c.topic, payload: c.p, qos: c.qos, retain: c.retain, ...(c.qos > 0 ? { packetId: c.id } : {}), properties: c.props }).durable; break;
         case 'ackMqtt': if (session) await this.ackMqtt(session, c.how, c.n); break;

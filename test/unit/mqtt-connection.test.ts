@@ -83,7 +83,7 @@ class FakeCore implements MqttCore {
       subscribe(requests) {
         session.calls.push(`subscribe ${requests.map((request) => request.filter).join(',')}`);
         for (const request of requests) session.subscriptions.set(request.filter, request.qos);
-        return { granted: requests.map((request) => request.qos), durable: core.durable() };
+        return { granted: requests.map((request) => request.qos), durable: core.durable(), retainedFilters: requests.map((request) => request.filter) };
       },
       sendRetained(filters) {
         session.calls.push(`sendRetained ${filters.join(',')}`);

@@ -496,7 +496,7 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
       this.droppedDeliveries += 1;
       return false;
     }
-    const properties = this.protocolVersion === 5 && publish.properties !== undefined ? outgoingPacketPropertiesOf(publish.properties) : undefined;
+    const properties = this.protocolVersion === 5 ? outgoingPacketPropertiesOf(publish.properties, publish.subscriptionIdentifiers) : undefined;
     const bytes = this.encoder.publish(publish, properties);
     if (this.clientPacketBytesMax !== undefined && bytes.length > this.clientPacketBytesMax) {
       // [MQTT-3.1.2-25]: discarded as if it had been delivered; a QoS 1/2 one is finished so it does not hold the window.

@@ -34,9 +34,15 @@ function userPropertyPairs(userProperties: PacketUserProperties): Array<readonly
   return pairs;
 }
 
-/** mqtt-packet's properties for an outgoing PUBLISH. */
-export function outgoingPacketPropertiesOf(properties: MqttPublishProperties): PacketProperties {
+/** mqtt-packet's properties for an outgoing PUBLISH; undefined when it has none. */
+export function outgoingPacketPropertiesOf(
+  properties: MqttPublishProperties | undefined, subscriptionIdentifiers: readonly number[] | undefined,
+): PacketProperties | undefined {
+  if (properties === undefined && subscriptionIdentifiers === undefined) return undefined;
   const packet: PacketProperties = {};
+  // One copy per session, so every matching subscription's identifier [MQTT-3.3.4-4].
+  if (subscriptionIdentifiers !== undefined) packet.subscriptionIdentifier = subscriptionIdentifiers.length === 1 ? subscriptionIdentifiers[0]! : [...subscriptionIdentifiers];
+  if (properties === undefined) return packet;
   if (properties.payloadFormatIndicator === true) packet.payloadFormatIndicator = true;
   if (properties.messageExpiryInterval !== undefined) packet.messageExpiryInterval = properties.messageExpiryInterval;
   if (properties.contentType !== undefined) packet.contentType = properties.contentType;

@@ -107,7 +107,7 @@ function acceptClientLimits(connection: MqttConnection, packet: IConnectPacket):
 /**
  * CONNACK's properties [MQTT-3.2.2.3]: the bounds this broker holds a v5
  * client to, and what it supports. Maximum QoS is left out: 2 is the default.
- * Shared subscriptions are offered (core/shared-subscription.ts); subscription identifiers are not (yet).
+ * Shared subscriptions (core/shared-subscription.ts) and subscription identifiers (core/subscription-delivery.ts) are offered.
  */
 function connackProperties(connection: MqttConnection, assignedClientIdentifier: string | undefined): ConnackProperties {
   const { limits } = connection.context;
@@ -117,7 +117,7 @@ function connackProperties(connection: MqttConnection, assignedClientIdentifier:
     topicAliasMaximum: limits.topicAliasesMax,
     retainAvailable: true,
     wildcardSubscriptionAvailable: true,
-    subscriptionIdentifiersAvailable: false,
+    subscriptionIdentifiersAvailable: true,
     sharedSubscriptionAvailable: true,
     ...(assignedClientIdentifier !== undefined ? { assignedClientIdentifier } : {}),
   };
