@@ -14,7 +14,12 @@ import {
   BrokerError, type AmqpConsumer, type AmqpCore, type AmqpMessage, type AmqpPublishResult, type DeclareQueueResult, type Durable,
   type ExchangeKind, type QueueDelivery,
 } from './api.js';
-import { defaultExchange, ExchangeRuntime, supportedExchangeTypes } from './amqp-exchange.js';
+import {
+  bindingArgumentsOf, defaultExchange, exchangeDestination, ExchangeRuntime, queueDestination, supportedExchangeTypes, type Destination,
+} from './amqp-exchange.js';
+import { alternateExchangeOf, bindBody, checkEquivalentExchange } from './exchange-arguments.js';
+import { routeThroughExchanges } from './exchange-routing.js';
+import type { FieldTable } from '../protocols/amqp/codec/index.js';
 import { amqpMessageOf, isDurableEntry, isRedeliveredEntry, QueueRuntime, queuesAccepting, type QueueEntry } from './amqp-queue.js';
 import { record, type PendingRecord } from './committer.js';
 import { deadLetter, deadLetterExchangeOf, endWithoutCopy } from './dead-letter.js';
@@ -85,31 +90,45 @@ export class AmqpCoreImpl implements AmqpCore {
       if (!existing) throw new BrokerError(404, `NOT_FOUND - no exchange '${name}' in vhost '/'`);
       return undefined;
     }
+    // RabbitMQ closes the connection for a type it does not know (command_invalid).
     if (!(supportedExchangeTypes as readonly string[]).includes(type)) {
-      throw new BrokerError(540, `NOT_IMPLEMENTED - exchange type '${type}' is not supported by Cairn; supported: ${supportedExchangeTypes.join(', ')}`);
+      throw new BrokerError(503, `COMMAND_INVALID - unknown exchange type '${type}' (Cairn knows ${supportedExchangeTypes.join(', ')})`, 'connection');
     }
-    if (options.internal) throw new BrokerError(540, 'NOT_IMPLEMENTED - internal exchanges (exchange-to-exchange bindings) are not supported by Cairn');
-    refuseArguments(options.arguments, `exchange '${name}'`);
+    const alternateExchange = alternateExchangeOf(options.arguments, name);
     if (existing) {
-      if (existing.type !== type) throw new BrokerError(406, `PRECONDITION_FAILED - inequivalent arg 'type' for exchange '${name}' in vhost '/': received '${type}' but current is '${existing.type}'`);
-      if (existing.durable !== options.durable) throw new BrokerError(406, `PRECONDITION_FAILED - inequivalent arg 'durable' for exchange '${name}' in vhost '/': received '${options.durable}' but current is '${existing.durable}'`);
+      checkEquivalentExchange(existing, { type, durable: options.durable, autoDelete: options.autoDelete, internal: options.internal, alternateExchange });
       return undefined;
     }
     if (name.startsWith('amq.')) throw new BrokerError(403, `ACCESS_REFUSED - exchange name '${name}' contains reserved prefix 'amq.*'`);
-    const exchange = new ExchangeRuntime(name, type as ExchangeKind, options.durable, options.autoDelete, false);
+    const exchange = new ExchangeRuntime(name, type as ExchangeKind, {
+      durable: options.durable, autoDelete: options.autoDelete, builtIn: false, internal: options.internal, alternateExchange,
+    });
     this.context.exchanges.set(name, exchange);
     if (!options.durable) return undefined;
-    return this.context.committer.commit([record('exchange', { n: name, op: 'declare', type: exchange.type, autoDelete: options.autoDelete })]);
+    return this.context.committer.commit([record('exchange', {
+      n: name, op: 'declare', type: exchange.type, autoDelete: options.autoDelete,
+      ...(options.internal ? { internal: true } : {}), ...(alternateExchange === undefined ? {} : { ae: alternateExchange }),
+    })]);
   }
 
   deleteExchange(name: string, options: { ifUnused: boolean }): Durable {
     const exchange = this.context.exchanges.get(name);
-    if (!exchange) throw new BrokerError(404, `NOT_FOUND - no exchange '${name}' in vhost '/'`);
+    // RabbitMQ answers delete-ok for an exchange that is already gone (idempotent clean-up).
+    if (!exchange) return undefined;
     if (exchange.builtIn) throw new BrokerError(403, `ACCESS_REFUSED - operation not permitted on the built-in exchange '${name || 'amq.default'}'`);
-    if (options.ifUnused && exchange.bindingCount > 0) throw new BrokerError(406, `PRECONDITION_FAILED - exchange '${name}' in vhost '/' in use`);
+    if (options.ifUnused && (exchange.bindingCount > 0 || this.isDestination(name))) throw new BrokerError(406, `PRECONDITION_FAILED - exchange '${name}' in vhost '/' in use`);
     this.context.exchanges.delete(name);
-    if (!exchange.durable) return undefined;
-    return this.context.committer.commit([record('exchange', { n: name, op: 'delete' })]);
+    // Its bindings as a destination go with it (the projection drops the durable ones on the delete record).
+    const asDestination = exchangeDestination(name);
+    const sources: ExchangeRuntime[] = [];
+    for (const source of this.context.exchanges.values()) {
+      const before = source.bindingCount;
+      source.unbindDestination(asDestination);
+      if (source.bindingCount < before) sources.push(source);
+    }
+    const durable = exchange.durable ? this.context.committer.commit([record('exchange', { n: name, op: 'delete' })]) : undefined;
+    for (const source of sources) this.autoDeleteUnused(source);
+    return durable;
   }
 
   declareQueue(requested: string, options: { passive: boolean; durable: boolean; exclusive: boolean; autoDelete: boolean; arguments: Record<string, unknown>; owner: string }): DeclareQueueResult {
@@ -137,7 +156,7 @@ export class AmqpCoreImpl implements AmqpCore {
     if (durable) commit = this.context.committer.commit([record('queue', { n: name, op: 'declare', autoDelete: options.autoDelete, ...(args === undefined ? {} : { a: args }) })]);
     const queue = new QueueRuntime(name, durable, options.autoDelete, options.exclusive ? options.owner : undefined, durable ? this.context.state.queues.get(name) : undefined, args);
     this.context.queues.set(name, queue);
-    this.context.exchanges.get(defaultExchange)?.bind(name, name);
+    this.context.exchanges.get(defaultExchange)?.bind(queueDestination(name), name);
     this.leases.renew(queue);
     return { queue: name, messageCount: 0, consumerCount: 0, durable: commit };
   }
@@ -162,37 +181,72 @@ export class AmqpCoreImpl implements AmqpCore {
     return { messageCount: purged.length, durable };
   }
 
-  bindQueue(queueName: string, exchangeName: string, routingKey: string, owner: string): Durable {
-    const { queue, exchange } = this.bindingEnds(queueName, exchangeName, owner);
-    if (!exchange.bind(queueName, routingKey) || !(queue.durable && exchange.durable)) return undefined;
-    return this.context.committer.commit([record('bind', { op: 'bind', x: exchangeName, q: queueName, k: routingKey })]);
+  bindQueue(queueName: string, exchangeName: string, routingKey: string, owner: string, args?: FieldTable): Durable {
+    const queue = this.requireQueue(queueName, owner);
+    return this.bind(this.bindingExchange(exchangeName), queueDestination(queueName), queue.durable, routingKey, args);
   }
 
-  unbindQueue(queueName: string, exchangeName: string, routingKey: string, owner: string): Durable {
-    const { queue, exchange } = this.bindingEnds(queueName, exchangeName, owner);
-    if (!exchange.unbind(queueName, routingKey)) return undefined;
-    const durable = queue.durable && exchange.durable ? this.context.committer.commit([record('bind', { op: 'unbind', x: exchangeName, q: queueName, k: routingKey })]) : undefined;
-    if (exchange.autoDelete && exchange.bindingCount === 0) return this.deleteExchange(exchangeName, { ifUnused: false }) ?? durable;
-    return durable;
+  unbindQueue(queueName: string, exchangeName: string, routingKey: string, owner: string, args?: FieldTable): Durable {
+    const queue = this.requireQueue(queueName, owner);
+    return this.unbind(this.bindingExchange(exchangeName), queueDestination(queueName), queue.durable, routingKey, args);
+  }
+
+  bindExchange(destinationName: string, sourceName: string, routingKey: string, args?: FieldTable): Durable {
+    const destination = this.bindingExchange(destinationName);
+    return this.bind(this.bindingExchange(sourceName), exchangeDestination(destinationName), destination.durable, routingKey, args);
+  }
+
+  unbindExchange(destinationName: string, sourceName: string, routingKey: string, args?: FieldTable): Durable {
+    const destination = this.bindingExchange(destinationName);
+    return this.unbind(this.bindingExchange(sourceName), exchangeDestination(destinationName), destination.durable, routingKey, args);
+  }
+
+  /** A binding is recorded when both of its ends are durable, as RabbitMQ makes it durable. */
+  private bind(source: ExchangeRuntime, destination: Destination, destinationDurable: boolean, routingKey: string, args: FieldTable | undefined): Durable {
+    const bindingArguments = bindingArgumentsOf(args ?? {});
+    if (!source.bind(destination, routingKey, bindingArguments) || !(destinationDurable && source.durable)) return undefined;
+    return this.context.committer.commit([record('bind', bindBody('bind', source.name, destination, routingKey, bindingArguments))]);
+  }
+
+  private unbind(source: ExchangeRuntime, destination: Destination, destinationDurable: boolean, routingKey: string, args: FieldTable | undefined): Durable {
+    const bindingArguments = bindingArgumentsOf(args ?? {});
+    if (!source.unbind(destination, routingKey, bindingArguments)) return undefined;
+    const durable = destinationDurable && source.durable
+      ? this.context.committer.commit([record('bind', bindBody('unbind', source.name, destination, routingKey, bindingArguments))])
+      : undefined;
+    return this.autoDeleteUnused(source) ?? durable;
+  }
+
+  /** An auto-delete exchange goes when its last binding (as a source) does. */
+  private autoDeleteUnused(exchange: ExchangeRuntime): Durable {
+    if (!exchange.autoDelete || exchange.bindingCount > 0 || this.context.exchanges.get(exchange.name) !== exchange) return undefined;
+    return this.deleteExchange(exchange.name, { ifUnused: false });
+  }
+
+  private isDestination(exchangeName: string): boolean {
+    const destination = exchangeDestination(exchangeName);
+    for (const source of this.context.exchanges.values()) if (source.bindings().some((binding) => binding.destination === destination)) return true;
+    return false;
   }
 
   publish(message: AmqpMessage, options: { persistent: boolean; from: string }): AmqpPublishResult {
     const exchange = this.context.exchanges.get(message.exchange);
     if (!exchange) throw new BrokerError(404, `NOT_FOUND - no exchange '${message.exchange}' in vhost '/'`);
+    if (exchange.internal) throw new BrokerError(403, `ACCESS_REFUSED - cannot publish to internal exchange '${message.exchange}' in vhost '/'`);
     // Checked before routing: a bad expiration is a channel error, whatever the queues [RabbitMQ].
     const expiring = hasExpiration(message.properties) && expirationMsOf(message.properties) !== undefined;
+    const routed = routeThroughExchanges(this.context.exchanges, exchange, message.routingKey, message.properties);
     const queues: QueueRuntime[] = [];
-    for (const name of exchange.route(message.routingKey)) {
+    for (const name of routed.queues) {
       const queue = this.context.queues.get(name);
       if (queue) queues.push(queue);
     }
-    // The bridge: amq.topic also reaches MQTT subscribers, with '.' ⇄ '/' swapped.
-    const bridged = message.exchange === 'amq.topic';
+    // The bridge: amq.topic (published to, or reached through exchange bindings) also reaches MQTT subscribers, with '.' ⇄ '/' swapped.
+    const bridged = routed.visited.has('amq.topic');
     const sessions = bridged ? this.context.bridgeSessions(swapSeparators(message.routingKey)) : noSessions;
     const groups = bridged ? this.context.shared.match(swapSeparators(message.routingKey)) : [];
     this.context.observer.messageIn('amqp');
-    const routed = queues.length > 0 || sessions.size > 0 || groups.length > 0;
-    if (!routed) return { routed, durable: undefined, rejected: false };
+    if (queues.length === 0 && sessions.size === 0 && groups.length === 0) return { routed: false, durable: undefined, rejected: false };
     // x-overflow = reject-publish: a full queue refuses the message; the others still take it (as RabbitMQ).
     const accepting = queuesAccepting(queues, message.body.byteLength);
     const rejected = accepting.length < queues.length;
@@ -203,7 +257,7 @@ export class AmqpCoreImpl implements AmqpCore {
       ...(groups.length > 0 ? { groups } : {}),
     });
     if (rejected) this.deadLetterRefused(queues, accepting, message);
-    return { routed, durable, rejected };
+    return { routed: true, durable, rejected };
   }
 
   consume(queueName: string, consumer: AmqpConsumer, options: { exclusive: boolean; owner: string }): void {
@@ -391,7 +445,7 @@ export class AmqpCoreImpl implements AmqpCore {
     this.context.queues.delete(queue.name);
     this.expiry.forget(queue);
     this.leases.end(queue);
-    for (const exchange of this.context.exchanges.values()) exchange.unbindQueue(queue.name);
+    for (const exchange of this.context.exchanges.values()) exchange.unbindDestination(queueDestination(queue.name));
     for (const consumer of [...queue.consumers]) consumer.cancelledByBroker();
     if (!queue.durable) return undefined;
     return this.context.committer.commit([record('queue', { n: queue.name, op: 'delete' })] as PendingRecord[]);
@@ -410,19 +464,12 @@ export class AmqpCoreImpl implements AmqpCore {
     }
   }
 
-  private bindingEnds(queueName: string, exchangeName: string, owner: string): { queue: QueueRuntime; exchange: ExchangeRuntime } {
-    const queue = this.requireQueue(queueName, owner);
+  /** Either end of a binding that is an exchange: it must exist and not be the default exchange. */
+  private bindingExchange(exchangeName: string): ExchangeRuntime {
     const exchange = this.context.exchanges.get(exchangeName);
     if (!exchange) throw new BrokerError(404, `NOT_FOUND - no exchange '${exchangeName}' in vhost '/'`);
     if (exchangeName === defaultExchange) throw new BrokerError(403, "ACCESS_REFUSED - operation not permitted on the default exchange");
-    return { queue, exchange };
+    return exchange;
   }
 }
 
-/** Arguments Cairn does not implement are refused, never silently ignored. */
-function refuseArguments(args: Record<string, unknown>, what: string): void {
-  const names = Object.keys(args);
-  if (names.length > 0) {
-    throw new BrokerError(540, `NOT_IMPLEMENTED - ${what}: argument(s) ${names.map((n) => `'${n}'`).join(', ')} not supported by Cairn (no exchange arguments are implemented yet, e.g. alternate-exchange)`);
-  }
-}

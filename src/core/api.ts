@@ -13,6 +13,7 @@
  * broker then refuses every further durable command, and a protocol must not
  * acknowledge (AMQP: send basic.nack; MQTT: close the connection).
  */
+import type { FieldTable } from '../protocols/amqp/codec/index.js';
 
 export type Durable = Promise<void> | undefined;
 export type Qos = 0 | 1 | 2;
@@ -21,8 +22,8 @@ export type Qos = 0 | 1 | 2;
 export class BrokerError extends Error {
   override readonly name = 'BrokerError';
   constructor(
-    /** AMQP reply code semantics: 403 access refused, 404 not found, 405 resource locked, 406 precondition failed, 530 not allowed, 540 not implemented. */
-    readonly code: 403 | 404 | 405 | 406 | 530 | 540,
+    /** AMQP reply code semantics: 403 access refused, 404 not found, 405 resource locked, 406 precondition failed, 503 command invalid, 530 not allowed, 540 not implemented. */
+    readonly code: 403 | 404 | 405 | 406 | 503 | 530 | 540,
     message: string,
     /** Channel-level errors close the channel; connection-level ones close the connection. */
     readonly scope: 'channel' | 'connection' = 'channel',
@@ -188,7 +189,7 @@ export interface MqttCore {
 
 // ───────────────────────────── AMQP ─────────────────────────────
 
-export type ExchangeKind = 'direct' | 'fanout' | 'topic';
+export type ExchangeKind = 'direct' | 'fanout' | 'topic' | 'headers';
 
 export interface AmqpMessage {
   readonly exchange: string;
@@ -245,8 +246,12 @@ export interface AmqpPublishResult {
 }
 
 export interface AmqpCore {
-  /** Throws BrokerError: 404 passive and missing, 406 type/durability mismatch, 403 reserved `amq.` prefix, 540 unsupported type or arguments. */
+  /**
+   * Throws BrokerError: 404 passive and missing, 406 type/durability/internal/argument mismatch, 403 reserved `amq.`
+   * prefix, 503 (connection) unknown type, 540 unsupported arguments. `arguments` are plain values (strings as text).
+   */
   declareExchange(name: string, type: string, options: { passive: boolean; durable: boolean; autoDelete: boolean; internal: boolean; arguments: Record<string, unknown> }): Durable;
+  /** A missing exchange is deleted already: no error, as RabbitMQ answers delete-ok. */
   deleteExchange(name: string, options: { ifUnused: boolean }): Durable;
   /**
    * `name` '' asks for a server-named queue. `owner` identifies the connection (for exclusive queues).
@@ -256,9 +261,13 @@ export interface AmqpCore {
   declareQueue(name: string, options: { passive: boolean; durable: boolean; exclusive: boolean; autoDelete: boolean; arguments: Record<string, unknown>; owner: string }): DeclareQueueResult;
   deleteQueue(name: string, options: { ifUnused: boolean; ifEmpty: boolean; owner: string }): { messageCount: number; durable: Durable };
   purgeQueue(name: string, owner: string): { messageCount: number; durable: Durable };
-  bindQueue(queue: string, exchange: string, routingKey: string, owner: string): Durable;
-  unbindQueue(queue: string, exchange: string, routingKey: string, owner: string): Durable;
-  /** Throws BrokerError 404 when the exchange does not exist. `persistent` is delivery_mode=2. */
+  /** `args`: the binding's arguments (a headers exchange matches on them; 406 for a bad x-match). */
+  bindQueue(queue: string, exchange: string, routingKey: string, owner: string, args?: FieldTable): Durable;
+  unbindQueue(queue: string, exchange: string, routingKey: string, owner: string, args?: FieldTable): Durable;
+  /** exchange.bind: messages routed by `source` also go to `destination`. 404 for a missing end, 403 for the default exchange. */
+  bindExchange(destination: string, source: string, routingKey: string, args?: FieldTable): Durable;
+  unbindExchange(destination: string, source: string, routingKey: string, args?: FieldTable): Durable;
+  /** Throws BrokerError 404 when the exchange does not exist, 403 when it is internal. `persistent` is delivery_mode=2. */
   publish(message: AmqpMessage, options: { persistent: boolean; from: string }): AmqpPublishResult;
   /** Throws 404 missing queue, 403 exclusive queue of another connection, 405 exclusive consumer conflict. */
   consume(queue: string, consumer: AmqpConsumer, options: { exclusive: boolean; owner: string }): void;

@@ -17,7 +17,9 @@ import { initialState, type BrokerState, type StoredMessage } from '../projectio
 import { silentLogger, type Logger } from '../logger.js';
 import type { AmqpCore, MqttCore, Qos } from './api.js';
 import { AmqpCoreImpl } from './amqp-core.js';
-import { builtInExchanges, defaultExchange, ExchangeRuntime } from './amqp-exchange.js';
+import { bindingArgumentsOf, builtInExchanges, defaultExchange, exchangeDestination, ExchangeRuntime, queueDestination } from './amqp-exchange.js';
+import { routeThroughExchanges } from './exchange-routing.js';
+import { decodeFieldTable } from '../protocols/amqp/codec/index.js';
 import { QueueRuntime } from './amqp-queue.js';
 import { MessageStore } from './message-store.js';
 import { relocationRecords, type Releasable } from './segment-release.js';
@@ -147,17 +149,24 @@ export class Broker {
 
   /** The runtime of a freshly replayed state: built-in exchanges, durable topology, offline persistent sessions. */
   private rebuildRuntime(): void {
-    this.exchanges.set(defaultExchange, new ExchangeRuntime(defaultExchange, 'direct', true, false, true));
-    for (const [name, type] of builtInExchanges) this.exchanges.set(name, new ExchangeRuntime(name, type, true, false, true));
+    const builtIn = { durable: true, autoDelete: false, builtIn: true };
+    this.exchanges.set(defaultExchange, new ExchangeRuntime(defaultExchange, 'direct', builtIn));
+    for (const [name, type] of builtInExchanges) this.exchanges.set(name, new ExchangeRuntime(name, type, builtIn));
     for (const exchange of this.state.exchanges.values()) {
-      this.exchanges.set(exchange.name, new ExchangeRuntime(exchange.name, exchange.type, true, exchange.autoDelete, false));
+      this.exchanges.set(exchange.name, new ExchangeRuntime(exchange.name, exchange.type, {
+        durable: true, autoDelete: exchange.autoDelete, builtIn: false, internal: exchange.internal === true, alternateExchange: exchange.alternateExchange,
+      }));
     }
     for (const queueState of this.state.queues.values()) {
       const queue = new QueueRuntime(queueState.name, true, queueState.autoDelete, undefined, queueState, queueState.arguments);
       this.queues.set(queue.name, queue);
-      this.exchanges.get(defaultExchange)!.bind(queue.name, queue.name);
+      this.exchanges.get(defaultExchange)!.bind(queueDestination(queue.name), queue.name);
     }
-    for (const binding of this.state.bindings.values()) this.exchanges.get(binding.exchange)?.bind(binding.queue, binding.routingKey);
+    for (const binding of this.state.bindings.values()) {
+      const destination = binding.toExchange === undefined ? queueDestination(binding.queue ?? '') : exchangeDestination(binding.toExchange);
+      const args = binding.arguments === undefined ? undefined : bindingArgumentsOf(decodeFieldTable(Buffer.from(binding.arguments)));
+      this.exchanges.get(binding.exchange)?.bind(destination, binding.routingKey, args);
+    }
     this.shared.recover();
     for (const sessionState of this.state.sessions.values()) {
       const session = new SessionRuntime(sessionState.clientId, true, sessionState);
@@ -182,7 +191,8 @@ export class Broker {
     const exchange = this.exchanges.get('amq.topic');
     if (!exchange || exchange.bindingCount === 0) return [];
     const queues: QueueRuntime[] = [];
-    for (const name of exchange.route(routingKey)) {
+    // An MQTT publish carries no AMQP headers: a headers exchange downstream sees none.
+    for (const name of routeThroughExchanges(this.exchanges, exchange, routingKey, undefined).queues) {
       const queue = this.queues.get(name);
       if (queue) queues.push(queue);
     }

@@ -23,6 +23,7 @@ import type { ExchangeRuntime } from './amqp-exchange.js';
 import { queuesAccepting, type QueueRuntime } from './amqp-queue.js';
 import { record, type PendingRecord } from './committer.js';
 import { closesCycle, propertiesAfterDeath } from './dead-letter-headers.js';
+import { routeThroughExchanges } from './exchange-routing.js';
 import { publish, type PublishContext } from './publish.js';
 import type { SessionRuntime } from './mqtt-sessions.js';
 
@@ -56,7 +57,7 @@ export function deadLetter(context: DeadLetterContext, queue: QueueRuntime, dyin
   const targets: QueueRuntime[] = [];
   const exchange = context.exchanges.get(exchangeName);
   if (exchange !== undefined) {
-    for (const name of exchange.route(routingKey)) {
+    for (const name of routeThroughExchanges(context.exchanges, exchange, routingKey, properties).queues) {
       const target = context.queues.get(name);
       if (target !== undefined && !closesCycle(deaths, reason, name)) targets.push(target);
     }

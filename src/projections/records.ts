@@ -39,7 +39,7 @@ export const RecordKind = {
   exchange: 10,
   /** A durable AMQP queue declared or deleted. */
   queue: 11,
-  /** A binding from a durable exchange to a durable queue added or removed. */
+  /** A binding from a durable exchange to a durable queue, or to a durable exchange, added or removed. */
   bind: 12,
   /** A document added to a collection by the ingest bridge. */
   doc: 13,
@@ -172,12 +172,18 @@ export interface Rx2Body { readonly c: string; readonly id: number; readonly cle
  */
 export interface RelBody { readonly c: string; readonly id: number; readonly s?: number; readonly clear?: true; readonly g?: string }
 
-export type ExchangeType = 'direct' | 'fanout' | 'topic';
+export type ExchangeType = 'direct' | 'fanout' | 'topic' | 'headers';
+/**
+ * `internal` (only other exchanges route to it) and `ae` (its alternate-exchange argument) are absent
+ * when unset, and in every record written before they existed.
+ */
 export interface ExchangeBody {
   readonly n: string;
   readonly op: 'declare' | 'delete';
   readonly type?: ExchangeType;
   readonly autoDelete?: boolean;
+  readonly internal?: true;
+  readonly ae?: string;
 }
 /**
  * The x-arguments a queue was declared with, validated, under their AMQP names (what RabbitMQ's
@@ -208,7 +214,19 @@ export interface QueueArguments {
 
 /** `a`: the queue's arguments (absent in records written before arguments existed, and when there are none). */
 export interface QueueBody { readonly n: string; readonly op: 'declare' | 'delete'; readonly autoDelete?: boolean; readonly a?: QueueArguments }
-export interface BindBody { readonly op: 'bind' | 'unbind'; readonly x: string; readonly q: string; readonly k: string }
+/**
+ * A binding of exchange `x` with key `k` to queue `q`, or (exchange-to-exchange, added later: records
+ * before it always name `q`) to exchange `e`; exactly one of the two. `a`: the binding's arguments as an
+ * AMQP field table with sorted names (amqp-exchange.ts bindingArgumentsOf), absent when there are none.
+ */
+export interface BindBody {
+  readonly op: 'bind' | 'unbind';
+  readonly x: string;
+  readonly q?: string;
+  readonly e?: string;
+  readonly k: string;
+  readonly a?: Uint8Array;
+}
 export interface DocBody { readonly col: string; readonly id: number; readonly doc: Readonly<Record<string, unknown>> }
 
 export interface BodyOf {

@@ -163,7 +163,7 @@ export function decodeState(encoded: EncodedState): BrokerState {
     retained: new Map(encoded.retained.map((r) => [r.topic, r])),
     exchanges: new Map(encoded.exchanges.map((e) => [e.name, e])),
     queues,
-    bindings: new Map(encoded.bindings.map((b) => [bindingKey(b.exchange, b.queue, b.routingKey), b])),
+    bindings: new Map(encoded.bindings.map((b) => [bindingKey(b), b])),
     collections: decodeCollections(encoded.collections),
     lastLsn: encoded.lastLsn,
     lastTimestamp: encoded.lastTimestamp,

@@ -106,12 +106,20 @@ export interface ExchangeState {
   readonly name: string;
   readonly type: ExchangeType;
   readonly autoDelete: boolean;
+  /** Absent when false (and in snapshots written before internal exchanges). */
+  readonly internal?: true;
+  /** The alternate-exchange argument, when set. */
+  readonly alternateExchange?: string;
 }
 
+/** To a queue (`queue`) or to an exchange (`toExchange`, exchange-to-exchange): exactly one of the two. */
 export interface BindingState {
   readonly exchange: string;
-  readonly queue: string;
+  readonly queue?: string;
+  readonly toExchange?: string;
   readonly routingKey: string;
+  /** The binding's arguments, a field table with sorted names (absent when none). */
+  readonly arguments?: Uint8Array;
 }
 
 export interface RetainedValue {
@@ -159,8 +167,11 @@ export function initialState(): BrokerState {
   };
 }
 
-export function bindingKey(exchange: string, queue: string, routingKey: string): string {
-  return `${exchange}\u0000${queue}\u0000${routingKey}`;
+/** What identifies a binding, as RabbitMQ identifies one: source, destination (queue or exchange), key and arguments. */
+export function bindingKey(binding: BindingState): string {
+  const destination = binding.toExchange === undefined ? `q${binding.queue ?? ''}` : `x${binding.toExchange}`;
+  const args = binding.arguments === undefined ? '' : Buffer.from(binding.arguments).toString('base64');
+  return `${binding.exchange}\u0000${destination}\u0000${binding.routingKey}\u0000${args}`;
 }
 
 export function newSession(clientId: string): SessionState {

@@ -2,13 +2,14 @@
  * The reference article's AMQP scenarios, driven by amqplib over real TCP
  * against the real Broker on a MemoryLog: the direct / fanout / topic script
  * with its exact output (drained with basic.get), confirms + mandatory,
- * nack with requeue, and the honest 540 for a headers exchange.
+ * nack with requeue, a missing exchange. Headers exchanges: amqp-headers-exchange.test.ts.
  */
 import amqp, { type Channel, type ChannelModel } from 'amqplib';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Broker } from '../../src/core/broker.js';
 import { MemoryLog } from '../../src/core/record-log.js';
 import { silentLogger } from '../../src/logger.js';
+import { drain } from '../support/embedded-amqp-broker.js';
 import { startAmqpServer, type AmqpServer } from '../../src/protocols/amqp/server.js';
 
 let server: AmqpServer;
@@ -25,15 +26,6 @@ afterEach(async () => {
   await server.close();
 });
 
-/** Empties a queue with basic.get, as the article's script does. */
-async function drain(channel: Channel, queue: string): Promise<string[]> {
-  const bodies: string[] = [];
-  for (;;) {
-    const message = await channel.get(queue, { noAck: true });
-    if (message === false) return bodies;
-    bodies.push(message.content.toString());
-  }
-}
 
 describe('AMQP exchanges: the article script', () => {
   it('reports product Cairn in server-properties', () => {
@@ -118,18 +110,6 @@ describe('AMQP confirms, mandatory, nack and refusals: the article', () => {
     channel.ack(second);
     expect(await channel.get('jobs')).toBe(false);
     expect((await channel.checkQueue('jobs')).messageCount).toBe(0);
-  });
-
-  it("refuses exchange type 'headers' with channel.close 540 naming the supported types; the connection lives on", async () => {
-    const channel = await connection.createChannel();
-    const channelErrors: Error[] = [];
-    channel.on('error', (error: Error) => channelErrors.push(error));
-    const refusal = await channel.assertExchange('hdr', 'headers').then(() => undefined, (error: unknown) => error);
-    expect(refusal).toMatchObject({ code: 540 });
-    expect(String((refusal as Error).message)).toMatch(/exchange type 'headers'.*supported: direct, fanout, topic/);
-    const other = await connection.createChannel();
-    await other.assertQueue('still-serving', { durable: false });
-    expect((await other.checkQueue('still-serving')).queue).toBe('still-serving');
   });
 
   it('publishing to a missing exchange closes the channel with 404 NOT_FOUND', async () => {

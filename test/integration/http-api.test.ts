@@ -131,7 +131,7 @@ describe('HTTP API over the article\'s ingest example', () => {
 
   it('overview, sessions, queues, exchanges, bindings and log', async () => {
     const overview = (await getJson(base, '/api/overview')).body;
-    expect(overview).toMatchObject({ product_name: 'Cairn', product_version: '0.1.0-test', object_totals: { queues: 0, exchanges: 4 } });
+    expect(overview).toMatchObject({ product_name: 'Cairn', product_version: '0.1.0-test', object_totals: { queues: 0, exchanges: 6 } });
     const cairn = overview['cairn'] as Record<string, unknown>;
     expect(cairn).toMatchObject({ version: '0.1.0-test', sessions: { total: 1, connected: 1, persistent: 0 }, collections: 2 });
     expect((cairn['log'] as Record<string, unknown>)['nextLsn']).toBe(broker.log.nextLsn);
@@ -139,7 +139,7 @@ describe('HTTP API over the article\'s ingest example', () => {
     expect(sessions['sessions']).toEqual([{ clientId: 'probe', connected: true, persistent: false, subscriptions: [], pending: 0, inflight: 0, dropped: 0 }]);
     expect((await getJson(base, '/api/queues')).body).toEqual([]);
     const exchanges = (await getJson(base, '/api/exchanges')).body as unknown as Array<Record<string, unknown>>;
-    expect(exchanges.map((e) => e['name'])).toEqual(['', 'amq.direct', 'amq.fanout', 'amq.topic']);
+    expect(exchanges.map((e) => e['name'])).toEqual(['', 'amq.direct', 'amq.fanout', 'amq.headers', 'amq.match', 'amq.topic']);
     expect((await getJson(base, '/api/bindings')).body).toEqual([]);
     const log = (await getJson(base, '/api/log')).body;
     expect(log).toMatchObject({ nextLsn: broker.log.nextLsn, firstLsn: 1, durableLsn: broker.log.nextLsn - 1, lastSnapshot: null });

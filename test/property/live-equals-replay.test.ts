@@ -11,6 +11,7 @@
 import { decode, encode } from '@msgpack/msgpack';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { destinationOf } from '../../src/core/amqp-exchange.js';
 import { isDurableEntry } from '../../src/core/amqp-queue.js';
 import { Broker, type BrokerLog } from '../../src/core/broker.js';
 import type { CoreAppendRecord } from '../../src/core/record-log.js';
@@ -77,6 +78,8 @@ async function checkLiveEqualsReplay(commands: readonly BrokerCommand[]): Promis
   // A restart over the same log (at the same time) gives the same state again.
   const restarted = Broker.open({ log: harness.log, ingestRoutes, clock: harness.clock.now, timers: harness.clock });
   expect(encodeState(restarted.state)).toEqual(encodeState(harness.broker.state));
+  // ...and the same routing: every binding between durable ends (to queues and to exchanges, with arguments) is back.
+  expect(durableBindings(restarted)).toEqual(durableBindings(harness.broker));
   // ...and its runtime holds every recovered message ready, in seq order: each is delivered,
   // or, past its TTL when it reaches the head, expired — and then no longer in the projection.
   for (const queue of restarted.state.queues.values()) {
@@ -97,6 +100,23 @@ async function checkLiveEqualsReplay(commands: readonly BrokerCommand[]): Promis
   for (const group of restarted.state.groups.values()) {
     expect([...restarted.shared.groups.get(group.name)!.ready.keys()]).toEqual([...group.pending.keys()]);
   }
+}
+
+/** The runtime's bindings whose two ends are durable, in one order: what a restart must rebuild. */
+function durableBindings(broker: Broker): string[] {
+  const durable = (destination: string): boolean => {
+    const { kind, name } = destinationOf(destination);
+    return kind === 'queue' ? broker.queues.get(name)?.durable === true : broker.exchanges.get(name)?.durable === true;
+  };
+  const out: string[] = [];
+  for (const exchange of broker.exchanges.values()) {
+    if (exchange.name === '' || !exchange.durable) continue;
+    for (const binding of exchange.bindings()) {
+      if (!durable(binding.destination)) continue;
+      out.push(`${exchange.name} ${exchange.type} ${exchange.internal} ${exchange.alternateExchange ?? '-'} → ${binding.destination} ${binding.routingKey} ${Buffer.from(binding.arguments?.bytes ?? []).toString('hex')}`);
+    }
+  }
+  return out.sort();
 }
 
 describe('live state equals replayed state', () => {

@@ -13,7 +13,7 @@ import type { CoreLimits } from '../../src/core/limits.js';
 import { apply } from '../../src/projections/apply.js';
 import { decodeState, encodeState, type EncodedState } from '../../src/projections/snapshot-codec.js';
 import { initialState } from '../../src/projections/state.js';
-import { encodeProperties } from '../../src/protocols/amqp/codec/index.js';
+import { encodeProperties, type FieldTable } from '../../src/protocols/amqp/codec/index.js';
 import { HoldingConsumer, RecordingLink } from './inspect-workload.js';
 import { ManualClock } from './manual-clock.js';
 
@@ -37,8 +37,19 @@ const queueArguments: Readonly<Record<string, Record<string, unknown>>> = {
   // ex0 may route nowhere: a message past the delivery limit is then a drop with why=delivery_limit.
   q2: { 'x-max-length-bytes': 30, 'x-overflow': 'reject-publish-dlx', 'x-dead-letter-exchange': 'ex0', 'x-delivery-limit': 0, 'x-single-active-consumer': true },
 };
-const exchanges = ['amq.topic', 'amq.direct', 'amq.fanout', 'ex0', ''];
+const exchanges = ['amq.topic', 'amq.direct', 'amq.fanout', 'ex0', 'ex1', 'amq.headers', ''];
 const keys = ['a.b', 'a.c', 'x', 'q0', 'q1', 'a.*', '#'];
+/** Binding arguments (a headers exchange matches on them; other types only tell bindings apart) and message headers. */
+const bindingArguments = fc.option(fc.constantFrom<FieldTable>(
+  { 'x-match': { type: 'S', value: 'any' }, colour: { type: 'S', value: 'red' }, n: { type: 'I', value: 1 } },
+  { colour: { type: 'S', value: 'blue' } },
+  { 'x-match': { type: 'S', value: 'all-with-x' }, 'x-tenant': { type: 'S', value: 'a' } },
+), { nil: undefined });
+const messageHeaders = fc.option(fc.constantFrom<FieldTable>(
+  { colour: { type: 'S', value: 'red' } },
+  { colour: { type: 'S', value: 'blue' }, 'x-tenant': { type: 'S', value: 'a' } },
+  { n: { type: 'l', value: 1n } },
+), { nil: undefined });
 
 const qos = fc.constantFrom<0 | 1 | 2>(0, 1, 2);
 const payload = fc.uint8Array({ maxLength: 24 });
@@ -87,16 +98,21 @@ export const brokerCommand = fc.oneof(
   fc.record({ t: fc.constant('declare' as const), q: fc.constantFrom(...queues), durable: fc.boolean() }),
   fc.record({ t: fc.constant('deleteQueue' as const), q: fc.constantFrom(...queues) }),
   fc.record({ t: fc.constant('purge' as const), q: fc.constantFrom(...queues) }),
-  fc.record({ t: fc.constant('bind' as const), q: fc.constantFrom(...queues), x: fc.constantFrom(...exchanges.slice(0, 4)), k: fc.constantFrom(...keys), unbind: fc.boolean() }),
-  fc.record({ t: fc.constant('amqpPublish' as const), x: fc.constantFrom(...exchanges), k: fc.constantFrom(...keys), p: payload, persistent: fc.boolean(), expiration: fc.option(fc.constantFrom('0', '20', '100')) }),
+  fc.record({ t: fc.constant('bind' as const), q: fc.constantFrom(...queues), x: fc.constantFrom(...exchanges.slice(0, 6)), k: fc.constantFrom(...keys), unbind: fc.boolean(), a: bindingArguments }),
+  // Exchange-to-exchange bindings, loops included (ex0 ⇄ ex1).
+  fc.record({ t: fc.constant('bindExchange' as const), d: fc.constantFrom('ex0', 'ex1', 'amq.fanout'), x: fc.constantFrom('amq.topic', 'amq.direct', 'ex0', 'ex1'), k: fc.constantFrom(...keys), unbind: fc.boolean(), a: bindingArguments }),
+  fc.record({ t: fc.constant('amqpPublish' as const), x: fc.constantFrom(...exchanges), k: fc.constantFrom(...keys), p: payload, persistent: fc.boolean(), expiration: fc.option(fc.constantFrom('0', '20', '100')), headers: messageHeaders }),
   fc.record({ t: fc.constant('consume' as const), q: fc.constantFrom(...queues), prefetch: fc.nat(3), noAck: fc.boolean() }),
   fc.record({ t: fc.constant('settle' as const), n: fc.nat(5), outcome: fc.constantFrom('ack', 'reject', 'requeue') }),
   fc.record({ t: fc.constant('get' as const), q: fc.constantFrom(...queues) }),
   fc.record({ t: fc.constant('snapshot' as const) }),
   fc.record({ t: fc.constant('tick' as const), ms: fc.constantFrom(10, 60, 1000) }),
   // Straight to a queue through the default exchange: TTLs, rejections and limits meet often.
-  fc.record({ t: fc.constant('amqpPublish' as const), x: fc.constant(''), k: fc.constantFrom(...queues), p: payload, persistent: fc.constant(true), expiration: fc.option(fc.constantFrom('0', '20', '100')) }),
-  fc.record({ t: fc.constant('exchange' as const), x: fc.constantFrom('ex0', 'ex1'), type: fc.constantFrom('direct', 'fanout', 'topic'), durable: fc.boolean(), remove: fc.boolean() }),
+  fc.record({ t: fc.constant('amqpPublish' as const), x: fc.constant(''), k: fc.constantFrom(...queues), p: payload, persistent: fc.constant(true), expiration: fc.option(fc.constantFrom('0', '20', '100')), headers: fc.constant(undefined) }),
+  fc.record({
+    t: fc.constant('exchange' as const), x: fc.constantFrom('ex0', 'ex1'), type: fc.constantFrom('direct', 'fanout', 'topic', 'headers'), durable: fc.boolean(), remove: fc.boolean(),
+    ae: fc.option(fc.constantFrom('ex0', 'ex1', 'amq.fanout'), { nil: undefined }), internal: fc.boolean(),
+  }),
 );
 
 /**
@@ -106,9 +122,9 @@ export const brokerCommand = fc.oneof(
  */
 export const queueLifeCommand = fc.oneof(
   { weight: 2, arbitrary: fc.record({ t: fc.constant('declare' as const), q: fc.constantFrom(...queues), durable: fc.constantFrom(true, true, true, false) }) },
-  { weight: 1, arbitrary: fc.record({ t: fc.constant('bind' as const), q: fc.constantFrom(...queues), x: fc.constantFrom('amq.fanout', 'ex0'), k: fc.constantFrom(...keys), unbind: fc.constant(false) }) },
-  { weight: 1, arbitrary: fc.record({ t: fc.constant('exchange' as const), x: fc.constantFrom('ex0'), type: fc.constant('fanout'), durable: fc.constant(true), remove: fc.boolean() }) },
-  { weight: 5, arbitrary: fc.record({ t: fc.constant('amqpPublish' as const), x: fc.constant(''), k: fc.constantFrom(...queues), p: payload, persistent: fc.boolean(), expiration: fc.option(fc.constantFrom('0', '20', '100')) }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('bind' as const), q: fc.constantFrom(...queues), x: fc.constantFrom('amq.fanout', 'ex0'), k: fc.constantFrom(...keys), unbind: fc.constant(false), a: fc.constant(undefined) }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('exchange' as const), x: fc.constantFrom('ex0'), type: fc.constant('fanout'), durable: fc.constant(true), remove: fc.boolean(), ae: fc.constant(undefined), internal: fc.constant(false) }) },
+  { weight: 5, arbitrary: fc.record({ t: fc.constant('amqpPublish' as const), x: fc.constant(''), k: fc.constantFrom(...queues), p: payload, persistent: fc.boolean(), expiration: fc.option(fc.constantFrom('0', '20', '100')), headers: fc.constant(undefined) }) },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('consume' as const), q: fc.constantFrom(...queues), prefetch: fc.nat(3), noAck: fc.constant(false) }) },
   { weight: 3, arbitrary: fc.record({ t: fc.constant('get' as const), q: fc.constantFrom(...queues) }) },
   { weight: 4, arbitrary: fc.record({ t: fc.constant('settle' as const), n: fc.nat(5), outcome: fc.constantFrom('ack', 'reject', 'reject', 'requeue') }) },
@@ -163,9 +179,11 @@ export class BrokerHarness {
         case 'declare': await amqp.declareQueue(c.q, { passive: false, durable: c.durable, exclusive: false, autoDelete: false, arguments: queueArguments[c.q] ?? {}, owner: 'o' }).durable; break;
         case 'deleteQueue': await amqp.deleteQueue(c.q, { ifUnused: false, ifEmpty: false, owner: 'o' }).durable; break;
         case 'purge': await amqp.purgeQueue(c.q, 'o').durable; break;
-        case 'bind': await (c.unbind ? amqp.unbindQueue(c.q, c.x, c.k, 'o') : amqp.bindQueue(c.q, c.x, c.k, 'o')); break;
+        case 'bind': await (c.unbind ? amqp.unbindQueue(c.q, c.x, c.k, 'o', c.a) : amqp.bindQueue(c.q, c.x, c.k, 'o', c.a)); break;
+        case 'bindExchange': await (c.unbind ? amqp.unbindExchange(c.d, c.x, c.k, c.a) : amqp.bindExchange(c.d, c.x, c.k, c.a)); break;
         case 'amqpPublish': {
-          const properties = encodeProperties({ deliveryMode: c.persistent ? 2 : 1, ...(c.expiration === null ? {} : { expiration: c.expiration }) });
+          const headers = c.headers !== undefined ? { headers: c.headers } : {};
+          const properties = encodeProperties({ deliveryMode: c.persistent ? 2 : 1, ...(c.expiration === null ? {} : { expiration: c.expiration }), ...headers });
           await amqp.publish({ exchange: c.x, routingKey: c.k, body: c.p, properties }, { persistent: c.persistent, from: 'pub' }).durable;
           break;
         }
@@ -176,7 +194,11 @@ export class BrokerHarness {
         case 'tick': this.clock.advance(c.ms); break;
         case 'exchange':
           if (c.remove) await amqp.deleteExchange(c.x, { ifUnused: false });
-          else await amqp.declareExchange(c.x, c.type, { passive: false, durable: c.durable, autoDelete: false, internal: false, arguments: {} });
+          else {
+            const internal = c.internal;
+            const args = c.ae !== undefined ? { 'alternate-exchange': c.ae } : {};
+            await amqp.declareExchange(c.x, c.type, { passive: false, durable: c.durable, autoDelete: false, internal, arguments: args });
+          }
           break;
       }
     } catch (error) {

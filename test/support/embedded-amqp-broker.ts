@@ -11,6 +11,16 @@ import { silentLogger } from '../../src/logger.js';
 import { startCairn, type RunningCairn, type StartInternals } from '../../src/server.js';
 import { tempDirectory } from './kit.js';
 
+/** Everything in the queue now, by basic.get with no-ack, in order. */
+export async function drain(channel: Channel, queue: string): Promise<string[]> {
+  const bodies: string[] = [];
+  for (;;) {
+    const message = await channel.get(queue, { noAck: true });
+    if (message === false) return bodies;
+    bodies.push(message.content.toString());
+  }
+}
+
 export class EmbeddedAmqpBroker {
   private readonly cleanups: Array<() => Promise<void> | void> = [];
   /** The broker of the running test; a restart stops it and starts another on the same directory. */

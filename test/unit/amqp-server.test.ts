@@ -104,7 +104,9 @@ describe('AMQP protocol header negotiation [spec 4.2.2]', () => {
       publisher_confirms: { type: 't', value: true },
       'basic.nack': { type: 't', value: true },
       consumer_cancel_notify: { type: 't', value: true },
-      exchange_exchange_bindings: { type: 't', value: false },
+      exchange_exchange_bindings: { type: 't', value: true },
+      per_consumer_qos: { type: 't', value: true },
+      authentication_failure_close: { type: 't', value: true },
       'connection.blocked': { type: 't', value: false },
     });
   });
@@ -290,12 +292,14 @@ describe('AMQP channel errors and unsupported methods', () => {
     await raw.expect('basic.qos-ok');
   });
 
-  it('exchange.bind is refused with 540 (no exchange-to-exchange bindings)', async () => {
+  it('exchange.bind to a missing destination exchange is a 404 channel error; to an existing one, bind-ok', async () => {
     const { server } = await start();
     const raw = await openClient(server);
+    raw.send(1, { name: 'exchange.bind', destination: 'amq.fanout', source: 'amq.topic', routingKey: '#', noWait: false, arguments: {} });
+    await raw.expect('exchange.bind-ok');
     raw.send(1, { name: 'exchange.bind', destination: 'a', source: 'amq.topic', routingKey: '#', noWait: false, arguments: {} });
     const close = await raw.expect('channel.close');
-    expect(close.replyCode).toBe(540);
+    expect([close.replyCode, close.failedClassId, close.failedMethodId]).toEqual([404, CLASS_ID.EXCHANGE, 30]);
   });
 
   it('deliveries follow consume-ok, with a server-generated consumer tag', async () => {

@@ -11,6 +11,7 @@
  * (without the AMQP constant in front, as RabbitMQ's API words it).
  */
 import { BrokerError, type Durable } from '../../core/api.js';
+import { queueDestination } from '../../core/amqp-exchange.js';
 import type { Broker } from '../../core/broker.js';
 import { badRequest, HttpError, notFound } from '../http-error.js';
 import { checkParameters } from './listing.js';
@@ -97,7 +98,7 @@ export async function bind(broker: Broker, exchange: string, queue: string, body
 
 export function findBinding(broker: Broker, exchange: string, queue: string, propertiesKey: string): Record<string, unknown> {
   const routingKey = routingKeyOf(propertiesKey);
-  const found = requireExchange(broker, exchange).bindings().some((binding) => binding.queue === queue && binding.routingKey === routingKey);
+  const found = requireExchange(broker, exchange).bindings().some((binding) => binding.destination === queueDestination(queue) && binding.routingKey === routingKey);
   if (!found) throw notFound(`no binding from exchange '${exchange}' to queue '${queue}' with properties key '${propertiesKey}'`);
   return bindingJson(exchange, queue, routingKey);
 }

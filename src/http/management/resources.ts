@@ -11,7 +11,9 @@
  * Cairn has one virtual host, '/', and one node.
  */
 import { hostname } from 'node:os';
-import type { ExchangeRuntime } from '../../core/amqp-exchange.js';
+import { destinationOf, type ExchangeRuntime } from '../../core/amqp-exchange.js';
+import type { FieldTable } from '../../protocols/amqp/codec/index.js';
+import { plainTableOf } from '../../protocols/amqp/field-table-json.js';
 import type { QueueRuntime } from '../../core/amqp-queue.js';
 import type { Broker } from '../../core/broker.js';
 import type { ChannelDescription, ConnectionDescription, ManagedConnection } from '../../protocols/connection-description.js';
@@ -75,7 +77,8 @@ export function requireQueue(broker: Broker, name: string): QueueRuntime {
 export function exchangeJson(exchange: ExchangeRuntime): Item {
   return {
     name: exchange.name, vhost: onlyVhost, type: exchange.type, durable: exchange.durable, auto_delete: exchange.autoDelete,
-    internal: false, arguments: {}, cairn: { built_in: exchange.builtIn, bindings: exchange.bindingCount },
+    internal: exchange.internal, arguments: exchange.alternateExchange === undefined ? {} : { 'alternate-exchange': exchange.alternateExchange },
+    cairn: { built_in: exchange.builtIn, bindings: exchange.bindingCount },
   };
 }
 
@@ -104,9 +107,10 @@ export function routingKeyOf(propertiesKey: string): string {
   }
 }
 
-export function bindingJson(source: string, destination: string, routingKey: string): Item {
+export function bindingJson(source: string, destination: string, routingKey: string, destinationType: 'queue' | 'exchange' = 'queue', args: FieldTable = {}): Item {
   return {
-    source, vhost: onlyVhost, destination, destination_type: 'queue', routing_key: routingKey, arguments: {}, properties_key: propertiesKeyOf(routingKey),
+    source, vhost: onlyVhost, destination, destination_type: destinationType, routing_key: routingKey, arguments: plainTableOf(args),
+    properties_key: propertiesKeyOf(routingKey),
   };
 }
 
@@ -121,9 +125,10 @@ export function bindingsJson(broker: Broker, filter: { source?: string; destinat
   }
   const exchanges = [...broker.exchanges.values()].filter((exchange) => exchange.name !== '' && (filter.source === undefined || filter.source === exchange.name));
   for (const exchange of exchanges.sort((a, b) => byName(a.name, b.name))) {
-    const own = exchange.bindings().filter(({ queue }) => filter.destination === undefined || filter.destination === queue);
-    own.sort((a, b) => byName(a.queue, b.queue) || byName(a.routingKey, b.routingKey));
-    for (const { queue, routingKey } of own) bindings.push(bindingJson(exchange.name, queue, routingKey));
+    const own = exchange.bindings().map((binding) => ({ ...binding, ...destinationOf(binding.destination) }))
+      .filter(({ name }) => filter.destination === undefined || filter.destination === name);
+    own.sort((a, b) => byName(a.kind, b.kind) || byName(a.name, b.name) || byName(a.routingKey, b.routingKey));
+    for (const { name, kind, routingKey, arguments: args } of own) bindings.push(bindingJson(exchange.name, name, routingKey, kind, args?.table));
   }
   return bindings;
 }

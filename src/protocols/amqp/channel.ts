@@ -214,10 +214,10 @@ export class AmqpChannel implements ConsumerChannel {
     });
   }
 
-  /** The queue an empty queue name stands for; 530 like RabbitMQ when none was declared. */
+  /** The queue an empty queue name stands for; a 404 channel error, as RabbitMQ's, when none was declared on this channel. */
   queueNameOf(name: string): string {
     if (name !== '') return name;
-    if (this.lastQueueName === undefined) throw new AmqpConnectionError(REPLY_CODE.NOT_ALLOWED, 'no previously declared queue on this channel');
+    if (this.lastQueueName === undefined) throw new AmqpChannelError(REPLY_CODE.NOT_FOUND, 'no previously declared queue');
     return this.lastQueueName;
   }
 

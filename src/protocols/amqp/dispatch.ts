@@ -17,7 +17,7 @@ import { handleBasicPublish } from './handlers/basic-publish.js';
 import { handleBasicAck, handleBasicNack, handleBasicRecover, handleBasicRecoverAsync, handleBasicReject } from './handlers/basic-settle.js';
 import { handleChannelClose, handleChannelCloseOk, handleChannelFlow, handleChannelFlowOk } from './handlers/channel.js';
 import { handleConfirmSelect } from './handlers/confirm.js';
-import { handleExchangeBind, handleExchangeDeclare, handleExchangeDelete } from './handlers/exchange.js';
+import { handleExchangeBind, handleExchangeDeclare, handleExchangeDelete, handleExchangeUnbind } from './handlers/exchange.js';
 import { handleQueueBind, handleQueueDeclare, handleQueueDelete, handleQueuePurge, handleQueueUnbind } from './handlers/queue.js';
 import { handleTransaction } from './handlers/unsupported.js';
 import { checkPermissions } from './permission-check.js';
@@ -35,7 +35,7 @@ const channelMethodHandlers: ChannelMethodHandlers = {
   'exchange.declare': handleExchangeDeclare,
   'exchange.delete': handleExchangeDelete,
   'exchange.bind': handleExchangeBind,
-  'exchange.unbind': handleExchangeBind,
+  'exchange.unbind': handleExchangeUnbind,
   'queue.declare': handleQueueDeclare,
   'queue.bind': handleQueueBind,
   'queue.unbind': handleQueueUnbind,

@@ -19,7 +19,7 @@ export const serverCapabilities = {
   publisher_confirms: true,
   'basic.nack': true,
   consumer_cancel_notify: true,
-  exchange_exchange_bindings: false,
+  exchange_exchange_bindings: true,
   'connection.blocked': false,
   authentication_failure_close: true,
   per_consumer_qos: true,

@@ -34,13 +34,13 @@ export function handleQueueBind(channel: AmqpChannel, method: AmqpMethodNamed<'q
   const queue = channel.queueNameOf(method.queue);
   // Spec: an empty routing key with an empty queue name binds with the queue's name.
   const routingKey = method.queue === '' && method.routingKey === '' ? queue : method.routingKey;
-  const durable = channel.core.bindQueue(queue, method.exchange, routingKey, channel.host.owner);
+  const durable = channel.core.bindQueue(queue, method.exchange, routingKey, channel.host.owner, method.arguments);
   channel.reply(durable, method.noWait, { name: 'queue.bind-ok' });
 }
 
 export function handleQueueUnbind(channel: AmqpChannel, method: AmqpMethodNamed<'queue.unbind'>): void {
   const queue = channel.queueNameOf(method.queue);
-  const durable = channel.core.unbindQueue(queue, method.exchange, method.routingKey, channel.host.owner);
+  const durable = channel.core.unbindQueue(queue, method.exchange, method.routingKey, channel.host.owner, method.arguments);
   channel.reply(durable, false, { name: 'queue.unbind-ok' });
 }
 
