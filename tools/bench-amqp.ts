@@ -52,7 +52,7 @@ async function sendWithBackpressure(channel: ConfirmChannel, queue: string): Pro
   }
 }
 
-export async function pipelined(url: string, connections: number, total: number): Promise<number> {
+export async function pipelined(url: string, connections: number, total: number, queueArguments: Record<string, unknown> = {}): Promise<number> {
   const models: ChannelModel[] = [];
   try {
     const channels: Array<{ channel: ConfirmChannel; queue: string }> = [];
@@ -61,7 +61,7 @@ export async function pipelined(url: string, connections: number, total: number)
       models.push(model);
       const channel = await model.createConfirmChannel();
       const queue = `bench.pipelined.${connections}.${i}`;
-      await channel.assertQueue(queue, { durable: true });
+      await channel.assertQueue(queue, { durable: true, arguments: queueArguments });
       await channel.purgeQueue(queue);
       channels.push({ channel, queue });
     }

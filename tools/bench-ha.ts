@@ -8,6 +8,12 @@
  *   JetStream's ack from a quorum), which is what one publisher waiting for
  *   each PUBACK or confirm sees;
  * - pipelined throughput: 256 appenders in closed loops (records/s);
+ * - the same through the broker: AMQP publisher confirms, pipelined over 8
+ *   connections into durable queues, on Cairn with the file log, on Cairn
+ *   with the JetStream log, and on a RabbitMQ quorum queue (one private node,
+ *   when rabbitmq-server is installed: a quorum queue is RabbitMQ's
+ *   replicated queue; one node is its floor, as loopback is JetStream's here);
+ *   median of three alternating runs;
  * - takeover: `cairn serve --log nats://…` leader + standby, the leader
  *   SIGKILLed CAIRN_BENCH_HA_FAILOVERS times (default 20); the time from the
  *   kill to the standby's ready line, p50 and max, with --lease-ttl
@@ -20,7 +26,10 @@
 import mqtt from 'mqtt';
 import { SegmentedLog, type AppendRecord } from '../src/log/index.js';
 import { JetStreamLog } from '../src/log/jetstream/jetstream-log.js';
+import { pipelined } from './bench-amqp.js';
+import { medianRuns, throughputRuns } from './bench-side-by-side.js';
 import { startCairnProcess, tempDataDir, type CairnProcess } from './cairn-process.js';
+import { maybeStartRabbit } from './rabbitmq-process.js';
 import { startNatsCluster, type NatsCluster } from './nats-cluster.js';
 
 const caseMs = 3000;
@@ -74,6 +83,38 @@ async function benchLogs(cluster: NatsCluster): Promise<void> {
   }
 }
 
+const brokerMessages = 10_000;
+const brokerConnections = 8;
+
+/** AMQP pipelined confirms through Cairn (file log, JetStream log) and a RabbitMQ quorum queue, alternating. */
+async function benchBrokers(cluster: NatsCluster): Promise<void> {
+  const directories = [tempDataDir('cairn-bench-ha-file-'), tempDataDir('cairn-bench-ha-js-'), tempDataDir('cairn-bench-ha-rabbit-')];
+  const stops: Array<() => Promise<void>> = [];
+  try {
+    const quiet = ['--http-port', 'off', '--mqtt-port', 'off'];
+    const onFile = await startCairnProcess(directories[0]!.dir, quiet);
+    stops.push(() => onFile.stop());
+    const onJetStream = await startCairnProcess(directories[1]!.dir, [...quiet, '--log', `nats://${cluster.servers}/bench-broker`]);
+    stops.push(() => onJetStream.stop());
+    const { rabbit, note } = await maybeStartRabbit(directories[2]!.dir, 'quorum queues (x-queue-type quorum), one node, no plugins');
+    if (rabbit !== undefined) stops.push(() => rabbit.stop());
+    const targets: Array<{ name: string; url: string; queueArguments: Record<string, unknown> }> = [
+      { name: 'Cairn, file log', url: `amqp://127.0.0.1:${onFile.amqpPort}`, queueArguments: {} },
+      { name: 'Cairn, JetStream R3', url: `amqp://127.0.0.1:${onJetStream.amqpPort}`, queueArguments: {} },
+      ...(rabbit === undefined ? [] : [{ name: 'RabbitMQ quorum queue', url: `amqp://127.0.0.1:${rabbit.port}`, queueArguments: { 'x-queue-type': 'quorum' } }]),
+    ];
+    const rates = await medianRuns('pipelined confirms', targets, (target) => pipelined(target.url, brokerConnections, brokerMessages, target.queueArguments));
+    console.log(`AMQP publisher confirms, ${brokerMessages} x 100 B persistent, pipelined over ${brokerConnections} connections (median of ${throughputRuns}); ${note}`);
+    targets.forEach((target, i) => console.log(`  ${target.name.padEnd(24)} ${Math.round(rates[i]!).toString().padStart(8)} msg/s`));
+    const jetStream = rates[1]!;
+    const quorum = rates[2];
+    if (quorum !== undefined) console.log(`  Cairn on JetStream / RabbitMQ quorum queue: ${(jetStream / quorum).toFixed(2)}x (target: >= 1)`);
+  } finally {
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+    for (const directory of directories) directory.remove();
+  }
+}
+
 /** A `cairn serve --log` node; resolves once it serves (a standby: once it took over). `lines` fill from the start. */
 function serve(cluster: NatsCluster, lines: string[], readyTimeoutMs: number): { ready: Promise<CairnProcess>; remove(): void } {
   const data = tempDataDir('cairn-bench-ha-node-');
@@ -122,6 +163,7 @@ export async function benchHa(): Promise<void> {
   const cluster = await startNatsCluster();
   try {
     await benchLogs(cluster);
+    await benchBrokers(cluster);
     await benchTakeover(cluster);
   } finally {
     await cluster.stop();
