@@ -93,6 +93,15 @@ export interface MqttIncomingPublish {
   readonly properties?: MqttPublishProperties | undefined;
 }
 
+/** A connection's will, as the core gets it when the connection ends without a normal DISCONNECT [MQTT-3.1.2-8]. */
+export interface MqttWill extends Omit<MqttIncomingPublish, 'packetId'> {
+  /**
+   * MQTT 5 Will Delay Interval in seconds [MQTT-3.1.3-9]: published when it has passed or the
+   * session ends, whichever is first, and not at all if the client comes back before. Absent or 0: at once.
+   */
+  readonly delayInterval?: number | undefined;
+}
+
 export interface MqttPublishResult {
   /** Resolves when the message is durable for every destination that needs it: then PUBACK (QoS 1) / PUBREC (QoS 2). */
   readonly durable: Durable;
@@ -155,9 +164,12 @@ export interface MqttSessionHandle {
   /**
    * The connection is gone (graceful or not). A clean session is discarded; a
    * persistent one stays, offline, until its MQTT 5 expiry (`sessionExpiryInterval`
-   * from a v5 DISCONNECT overrides the CONNECT's).
+   * from a v5 DISCONNECT overrides the CONNECT's). `will`: the connection's will,
+   * to publish now or, with a delay, when the delay passes or the session ends
+   * (a delayed will is recorded with the session). Returns the durability of a
+   * will published now.
    */
-  detach(sessionExpiryInterval?: number): void;
+  detach(sessionExpiryInterval?: number, will?: MqttWill): Durable;
 }
 
 /** What an MQTT 5 CONNECT adds; absent for 3.1.1. */
@@ -176,8 +188,6 @@ export interface MqttCore {
   connect(
     clientId: string, cleanSession: boolean, link: MqttClientLink, reader?: MqttTopicReader, options?: MqttConnectOptions,
   ): { session: MqttSessionHandle; sessionPresent: boolean; durable: Durable };
-  /** A publish that belongs to no live session: the will message of a connection that died [MQTT-3.1.2-8]. */
-  publishWill(clientId: string, publish: Omit<MqttIncomingPublish, 'packetId'>): Durable;
   /**
    * The broker's own retained value for a `$SYS/...` topic: sent at QoS 0 to
    * the subscribers matching it now, kept (in memory only) for those who

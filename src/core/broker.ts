@@ -121,7 +121,7 @@ export class Broker {
     this.amqpCore = amqp;
     this.mqtt = new MqttCoreImpl({
       committer: this.committer, limits: this.limits, delivery, observer, store, state, shared, sessions: this.sessions, subscriptions: this.subscriptions,
-      ingestRoutes: this.ingestRoutes, clock, systemRetained: this.systemRetained,
+      ingestRoutes: this.ingestRoutes, clock, timers: options.timers ?? systemTimers, systemRetained: this.systemRetained,
       dispatch: (queue) => amqp.dispatchQueue(queue),
       overflowed: (queue, entries) => amqp.deadLetterOverflow(queue, entries),
       bridgeQueues: (routingKey) => this.bridgeQueues(routingKey),

@@ -8,10 +8,10 @@
  * deliver nor acknowledge anything after that.
  */
 import { assert } from '../assert.js';
-import type { DocBody, SubBody } from '../projections/records.js';
+import type { DocBody, SessionBody, SubBody } from '../projections/records.js';
 import type {
   Durable, MqttClientLink, MqttConnectOptions, MqttCore, MqttIncomingPublish, MqttPublishResult, MqttSessionHandle, MqttSubscribeRequest, MqttSubscribeResult,
-  MqttTopicReader, Qos,
+  MqttTopicReader, MqttWill, Qos,
 } from './api.js';
 import { queuesAccepting, type QueueRuntime } from './amqp-queue.js';
 import { record, type PendingRecord } from './committer.js';
@@ -19,6 +19,7 @@ import { documentOf, ingestMatches, type IngestRoute } from './ingest.js';
 import { isExpired, storedPropertiesOf } from './mqtt-message-properties.js';
 import { minQos, swapSeparators, SessionRuntime } from './mqtt-sessions.js';
 import { SessionExpiry } from './session-expiry.js';
+import type { Timers } from './timers.js';
 import { messagePropertiesBody } from '../projections/message-properties.js';
 import { applySub, applyUnsub } from '../projections/mqtt-sessions.js';
 import { subscriptionOptionsBody } from '../projections/subscription-options.js';
@@ -35,6 +36,8 @@ export interface MqttCoreContext extends PublishContext {
   readonly subscriptions: SubscriptionIndex<SessionRuntime>;
   readonly ingestRoutes: readonly IngestRoute[];
   readonly clock: () => number;
+  /** Timers on the same clock: session expiry and delayed wills. */
+  readonly timers: Timers;
   /** The broker's own retained values ($SYS topics), in memory only: never recorded, never in a snapshot. */
   readonly systemRetained: Map<string, StoredMessage>;
   /** Queues bound to amq.topic that match this routing key (the bridge into AMQP). */
@@ -46,7 +49,10 @@ export class MqttCoreImpl implements MqttCore {
   private readonly expiry: SessionExpiry;
 
   constructor(private readonly context: MqttCoreContext) {
-    this.expiry = new SessionExpiry(context.committer, context.sessions, context.clock, (session) => this.discard(session));
+    this.expiry = new SessionExpiry(
+      context.committer, context.sessions, context.clock, context.timers, (session) => this.discard(session),
+      (clientId, will, then) => mqttPublish(context, clientId, undefined, will, then),
+    );
   }
 
   /**
@@ -70,8 +76,8 @@ export class MqttCoreImpl implements MqttCore {
     if (!cleanSession && existing?.persistent) {
       session = existing;
       sessionPresent = true;
-      // The session's expiry is the latest CONNECT's (none for 3.1.1); an offline one is online again.
-      if (existing.state.expiryInterval !== interval || existing.state.expiresAt !== undefined) {
+      // The session's expiry is the latest CONNECT's (none for 3.1.1); an offline one is online again, its delayed will cancelled [MQTT-3.1.2-8].
+      if (existing.state.expiryInterval !== interval || existing.state.expiresAt !== undefined || existing.state.will !== undefined) {
         durable = committer.commit([record('session', { c: clientId, op: 'open', ...(interval === undefined ? {} : { e: interval }) })]);
       }
     } else {
@@ -108,10 +114,6 @@ export class MqttCoreImpl implements MqttCore {
   /** End the offline sessions whose expiry has come by the core's clock (their timers call this too). */
   expireSessions(): void {
     this.expiry.expireDue();
-  }
-
-  publishWill(clientId: string, will: Omit<MqttIncomingPublish, 'packetId'>): Durable {
-    return mqttPublish(this.context, clientId, undefined, will);
   }
 
   publishSystem(topic: string, payload: Uint8Array): void {
@@ -289,8 +291,9 @@ class SessionHandle implements MqttSessionHandle {
     this.context.shared.memberReady(this.session);
   }
 
-  detach(sessionExpiryInterval?: number): void {
-    if (!this.live) return;
+  detach(sessionExpiryInterval?: number, will?: MqttWill): Durable {
+    // Taken over (the new connection decides): the will is not published [MQTT-3.1.4-2].
+    if (!this.live) return undefined;
     const session = this.session;
     session.link = undefined;
     session.inflight.clear();
@@ -301,9 +304,10 @@ class SessionHandle implements MqttSessionHandle {
       this.context.subscriptions.removeAll(session);
       this.context.shared.leaveAll(session);
       this.context.sessions.delete(session.clientId);
-      return;
+      // The session ends with its connection: a will goes now, whatever its delay [MQTT-3.1.3-9].
+      return will === undefined ? undefined : mqttPublish(this.context, session.clientId, undefined, will);
     }
-    this.expiry.left(session, sessionExpiryInterval ?? session.state.expiryInterval);
+    return this.expiry.left(session, sessionExpiryInterval ?? session.state.expiryInterval, will);
   }
 }
 
@@ -316,8 +320,13 @@ function wantsRetained(retainHandling: 0 | 1 | 2 | undefined, existed: boolean):
   return retainHandling === undefined || retainHandling === 0 || (retainHandling === 1 && !existed);
 }
 
-/** Route an MQTT publish: MQTT subscribers, amq.topic (bridge), ingest routes, the retained store. */
-function mqttPublish(context: MqttCoreContext, from: string, rx2: { c: string; id: number } | undefined, incoming: Omit<MqttIncomingPublish, 'packetId'>): Durable {
+/**
+ * Route an MQTT publish: MQTT subscribers, amq.topic (bridge), ingest routes, the retained store.
+ * `session`: a session record that goes in the same commit, after the message (a delayed will published).
+ */
+function mqttPublish(
+  context: MqttCoreContext, from: string, rx2: { c: string; id: number } | undefined, incoming: Omit<MqttIncomingPublish, 'packetId'>, session?: SessionBody,
+): Durable {
   const { topic, payload, qos } = incoming;
   const mqttProperties = storedPropertiesOf(incoming.properties, context.clock());
   context.observer.messageIn('mqtt');
@@ -340,6 +349,7 @@ function mqttPublish(context: MqttCoreContext, from: string, rx2: { c: string; i
     queues: queuesAccepting(context.bridgeQueues(swapSeparators(topic)), payload.byteLength),
     ...(incoming.retain ? { retain: { t: topic, p: payload, qos, ...(mqttProperties !== undefined ? { m: messagePropertiesBody(mqttProperties) } : {}) } } : {}),
     ...(rx2 ? { rx2 } : {}),
+    ...(session ? { session } : {}),
     docs,
   });
 }

@@ -15,7 +15,7 @@
  * yet (as in RabbitMQ). The log's total order still guarantees that a
  * consumer's ack can never become durable before the message it acks.
  */
-import type { DeathReason, DocBody, MsgBody, RetainBody, Rx2Body } from '../projections/records.js';
+import type { DeathReason, DocBody, MsgBody, RetainBody, Rx2Body, SessionBody } from '../projections/records.js';
 import { messagePropertiesBody } from '../projections/message-properties.js';
 import type { MessageProperties, StoredMessage } from '../projections/state.js';
 import { EntryFlag, type EntryView } from '../projections/entry-queue.js';
@@ -48,6 +48,8 @@ export interface Publication {
   readonly retain?: RetainBody;
   readonly rx2?: Rx2Body;
   readonly docs?: readonly DocBody[];
+  /** A session record after the message's, in its commit: a delayed will published, or the session whose will it is ended (session-expiry.ts). */
+  readonly session?: SessionBody;
   /**
    * A dead-lettered copy (dead-letter.ts): the msg record names the durable entry it replaces, or,
    * when no durable queue takes the copy, `otherwise` ends that entry.
@@ -101,6 +103,7 @@ export function publish(context: PublishContext, routed: Publication): Durable {
   if (publication.retain) records.push(record('retain', publication.retain));
   if (publication.rx2) records.push(record('rx2', publication.rx2));
   for (const doc of publication.docs ?? []) records.push(record('doc', doc));
+  if (publication.session) records.push(record('session', publication.session));
   const message = storedMessage(publication, lsn, context.committer.now());
   if (lsn !== 0) context.store.remember(message);
   const durable = records.length === 0 ? undefined : deferred ? context.committer.commitDeferred(records) : context.committer.commit(records);

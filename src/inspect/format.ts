@@ -76,7 +76,8 @@ export function summarize(kind: number, body: unknown): string {
     case 'session': {
       const s = b as unknown as BodyOf['session'];
       const expiry = s.e !== undefined ? ` expiry=${s.e}s` : s.until !== undefined ? ` until=${isoTime(s.until)}` : '';
-      return `client=${s.c} ${s.op}${expiry}`;
+      const will = s.w === undefined ? '' : ` will=${s.w.t} qos=${s.w.qos}${s.w.r === true ? ' retained' : ''} at=${isoTime(s.w.at)} payload=${payloadPreview(s.w.p)}`;
+      return `client=${s.c} ${s.op}${expiry}${will}`;
     }
     case 'sub': { const s = b as unknown as BodyOf['sub']; return `client=${s.c} filter=${s.f} qos=${s.qos}${subscriptionOptionsText(s)}`; }
     case 'unsub': { const s = b as unknown as BodyOf['unsub']; return `client=${s.c} filter=${s.f}`; }

@@ -8,7 +8,7 @@
  * "state" field is exactly what a snapshot at that LSN would hold.
  */
 import { encodeState } from '../projections/snapshot-codec.js';
-import type { BrokerState } from '../projections/state.js';
+import type { BrokerState, SessionState } from '../projections/state.js';
 import { subscriptionOptionsBody } from '../projections/subscription-options.js';
 import { dataFlag, jsonFlag, parsePoint, pointProblem, requiredString, type CommandSpec, type ParsedFlags } from './args.js';
 import { isoTime, payloadPreview, subscriptionOptionsText, toJsonValue } from './format.js';
@@ -46,7 +46,10 @@ export function summary(state: BrokerState): Record<string, unknown> {
       client: s.clientId, subscriptions: Object.fromEntries(s.subscriptions),
       // MQTT 5 options under the sub record's short keys, only for the subscriptions that have some.
       ...(s.subscriptionOptions.size > 0 ? { subscriptionOptions: Object.fromEntries([...s.subscriptionOptions].map(([filter, options]) => [filter, subscriptionOptionsBody(options)])) } : {}),
-      pending: s.pending.size, dropped: s.dropped, rx2: s.rx2.size, rel: s.rel.size })),
+      pending: s.pending.size, dropped: s.dropped, rx2: s.rx2.size, rel: s.rel.size,
+      ...(s.expiresAt === undefined ? {} : { expires: isoTime(s.expiresAt) }),
+      ...(s.will === undefined ? {} : { will: { topic: s.will.topic, qos: s.will.qos, retain: s.will.retain, at: isoTime(s.will.at), bytes: s.will.payload.length } }),
+    })),
     retained: [...state.retained.values()].map((r) => ({ topic: r.topic, qos: r.qos, bytes: r.payload.length, lsn: r.lsn })),
     exchanges: [...state.exchanges.values()].map((e) => ({ name: e.name, type: e.type, autoDelete: e.autoDelete })),
     queues: [...state.queues.values()].map((q) => ({ name: q.name, depth: q.pending.size, dropped: q.dropped, nextSeq: q.nextSeq, autoDelete: q.autoDelete })),
@@ -60,7 +63,7 @@ function stateLines(state: BrokerState): string[] {
   const lines = [`sessions (${state.sessions.size}):`];
   for (const s of state.sessions.values()) {
     const subscriptions = [...s.subscriptions].map(([filter, qos]) => `${filter} (qos ${qos}${subscriptionOptionsText(subscriptionOptionsBody(s.subscriptionOptions.get(filter)))})`).join(', ') || 'none';
-    lines.push(`  ${s.clientId}  pending ${s.pending.size}  dropped ${s.dropped}  qos2-in ${s.rx2.size}  pubcomp-owed ${s.rel.size}  subscriptions: ${subscriptions}`);
+    lines.push(`  ${s.clientId}  pending ${s.pending.size}  dropped ${s.dropped}  qos2-in ${s.rx2.size}  pubcomp-owed ${s.rel.size}  subscriptions: ${subscriptions}${offlineText(s)}`);
   }
   lines.push(`retained (${state.retained.size}):`);
   for (const r of state.retained.values()) lines.push(`  ${r.topic}  qos ${r.qos}  ${payloadPreview(r.payload)}  set at LSN ${r.lsn}`);
@@ -75,4 +78,11 @@ function stateLines(state: BrokerState): string[] {
   lines.push(`collections (${state.collections.size}):`);
   for (const c of state.collections.values()) lines.push(`  ${c.name}  ${c.documents.size} document(s)`);
   return lines;
+}
+
+/** An offline MQTT 5 session's end and its will waiting for its delay (session-expiry.ts). */
+function offlineText(session: SessionState): string {
+  const expires = session.expiresAt === undefined ? '' : `  expires ${isoTime(session.expiresAt)}`;
+  const will = session.will;
+  return will === undefined ? expires : `${expires}  pending will: topic ${will.topic} qos ${will.qos}${will.retain ? ' retained' : ''} ${payloadPreview(will.payload)} at ${isoTime(will.at)}`;
 }

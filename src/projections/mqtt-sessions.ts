@@ -8,6 +8,7 @@
  * nothing is logged), so a session behaves the same whether durable or not.
  */
 import type { RelBody, Rx2Body, SessionBody, SubBody, UnsubBody } from './records.js';
+import { pendingWillOf } from './pending-will.js';
 import { newSession, type BrokerState, type SessionState } from './state.js';
 import { subscriptionOptionsOf } from './subscription-options.js';
 
@@ -22,9 +23,16 @@ export function applySession(state: BrokerState, body: SessionBody): void {
     if (body.e === undefined) delete session.expiryInterval;
     else session.expiryInterval = body.e;
     delete session.expiresAt;
+    // Back before the will delay passed: the will is never published [MQTT-3.1.2-8].
+    delete session.will;
   } else if (body.op === 'offline') {
     const session = state.sessions.get(body.c);
-    if (session !== undefined && body.until !== undefined) session.expiresAt = body.until;
+    if (session === undefined) return;
+    // The record states the whole offline state: what it leaves out is no longer pending.
+    if (body.until === undefined) delete session.expiresAt;
+    else session.expiresAt = body.until;
+    if (body.w === undefined) delete session.will;
+    else session.will = pendingWillOf(body.w);
   } else {
     state.sessions.delete(body.c);
   }

@@ -17,7 +17,7 @@
  */
 
 export const RecordKind = {
-  /** A persistent MQTT session created or resumed (`op: 'open'`), gone offline with an expiry (`op: 'offline'`), or discarded (`op: 'end'`). */
+  /** A persistent MQTT session created or resumed (`op: 'open'`), gone offline with an expiry or a delayed will (`op: 'offline'`), or discarded (`op: 'end'`). */
   session: 1,
   /** A persistent session's subscription added or its QoS changed; a `$share/{group}/{filter}` one also joins that shared group. */
   sub: 2,
@@ -67,13 +67,36 @@ export type DestinationRef = { readonly c: string } | { readonly q: string } | {
 /**
  * `open`: a persistent session created or resumed; `e` is its MQTT 5 Session
  * Expiry Interval in seconds (absent: it never expires, as 3.1.1's
- * clean_session=0 and every record before MQTT 5). `offline` (added with MQTT
- * 5): its client left, and it expires at `until` (ms since the epoch) unless
- * the client comes back first. `end`: discarded (a clean start over it, its
- * expiry, or an expiry of 0 at disconnect) — written once, so a session ends
- * exactly once however often the broker restarts.
+ * clean_session=0 and every record before MQTT 5). An open also cancels a
+ * pending will (a new connection before the will delay passed [MQTT-3.1.2-8]).
+ * `offline` (added with MQTT 5): its client left; the record states the whole
+ * offline state and replaces an earlier one: it expires at `until` (ms since
+ * the epoch; absent: never) unless the client comes back first, and `w`
+ * (optional, added with the will delay) is its will waiting for its delay. An
+ * `offline` without `w` after one with it says the will was published (it
+ * follows that publication's records in the same commit). `end`: discarded (a
+ * clean start over it, its expiry, or an expiry of 0 at disconnect) — written
+ * once, so a session ends exactly once however often the broker restarts; a
+ * pending will is published in the commit that ends the session.
  */
-export interface SessionBody { readonly c: string; readonly op: 'open' | 'end' | 'offline'; readonly e?: number; readonly until?: number }
+export interface SessionBody { readonly c: string; readonly op: 'open' | 'end' | 'offline'; readonly e?: number; readonly until?: number; readonly w?: WillBody }
+
+/**
+ * A will waiting for its MQTT 5 Will Delay Interval [MQTT-3.1.3-9]: `t`
+ * topic, `p` payload, `qos`, `r` retain, `at` when it is published (ms since
+ * the epoch) unless the session ends first or its client comes back, `m` its
+ * properties as a message's (never `ea`), `ei` its Message Expiry Interval
+ * in seconds, which counts from the publication, not from now.
+ */
+export interface WillBody {
+  readonly t: string;
+  readonly p: Uint8Array;
+  readonly qos: 0 | 1 | 2;
+  readonly r?: true;
+  readonly at: number;
+  readonly m?: MessagePropertiesBody;
+  readonly ei?: number;
+}
 /**
  * A subscription. MQTT 5 subscription options (§3.8.3.1) and identifier (§3.8.2.1.2) are optional
  * fields added with them, present only when not the default, so a 3.1.1 subscription and every

@@ -21,7 +21,8 @@
 import { decodeCollections, encodeCollections, type EncodedCollection } from './collections.js';
 import { EntryQueue } from './entry-queue.js';
 import { bindingKey } from './state.js';
-import type { QueueArguments } from './records.js';
+import { pendingWillOf, willBody } from './pending-will.js';
+import type { QueueArguments, WillBody } from './records.js';
 import { subscriptionOptionsBody, subscriptionOptionsOf, type SubscriptionOptionsBody } from './subscription-options.js';
 import type {
   BindingState, BrokerState, DestinationState, ExchangeState, GroupState, QueueState, RetainedValue, SessionState, StoredMessage, SubscriptionOptions,
@@ -33,11 +34,14 @@ const readableVersions = [1, 2];
 /** seqs (f64), lsns (f64), sizes (u32), deliveries (u32), flags (u8), held messages by seq. */
 type EncodedEntries = [Uint8Array, Uint8Array, Uint8Array, Uint8Array, Uint8Array, Array<[number, StoredMessage]>];
 
-/** An MQTT 5 session's expiry interval (s) and, while it is offline, its end (ms since the epoch). */
-interface EncodedSessionExpiry { e?: number; until?: number }
+/** An MQTT 5 session's expiry interval (s) and, while it is offline, its end (ms since the epoch) and its delayed will (as in the offline record). */
+interface EncodedSessionExpiry { e?: number; until?: number; w?: WillBody }
 
 function sessionExpiryOf(session: SessionState): EncodedSessionExpiry {
-  return { ...(session.expiryInterval === undefined ? {} : { e: session.expiryInterval }), ...(session.expiresAt === undefined ? {} : { until: session.expiresAt }) };
+  return {
+    ...(session.expiryInterval === undefined ? {} : { e: session.expiryInterval }), ...(session.expiresAt === undefined ? {} : { until: session.expiresAt }),
+    ...(session.will === undefined ? {} : { w: willBody(session.will) }),
+  };
 }
 
 /** Filter, QoS and, only for a subscription with MQTT 5 options, those options. */
@@ -83,7 +87,7 @@ export function encodeState(state: BrokerState, columns: 'copies' | 'views' = 'c
   const sessions = [...state.sessions.values()].map((s) => [
     s.clientId, encodeSubscriptions(s), encodeEntries(s, columns), s.nextSeq, [...s.rx2], [...s.rel], s.dropped,
     // MQTT 5 expiry, only when set: snapshots of 3.1.1 sessions keep their old shape.
-    ...(s.expiryInterval === undefined && s.expiresAt === undefined ? [] : [sessionExpiryOf(s)]),
+    ...(s.expiryInterval === undefined && s.expiresAt === undefined && s.will === undefined ? [] : [sessionExpiryOf(s)]),
   ] as EncodedState['sessions'][number]);
   const queues = [...state.queues.values()].map((q) => [
     q.name, q.autoDelete, encodeEntries(q, columns), q.nextSeq, q.dropped, ...(q.arguments === undefined ? [] : [{ ...q.arguments }]),
@@ -147,6 +151,7 @@ export function decodeState(encoded: EncodedState): BrokerState {
     sessions.set(clientId, {
       clientId, subscriptions: new Map(subs.map(([filter, qos]) => [filter, qos])), subscriptionOptions: decodeSubscriptionOptions(subs), pending: entriesOf(entries), nextSeq, rx2: new Set(rx2), rel: new Map(rel), dropped,
       ...(expiry?.e === undefined ? {} : { expiryInterval: expiry.e }), ...(expiry?.until === undefined ? {} : { expiresAt: expiry.until }),
+      ...(expiry?.w === undefined ? {} : { will: pendingWillOf(expiry.w) }),
     });
   }
   const queues = new Map<string, QueueState>();

@@ -81,6 +81,24 @@ export interface SessionState extends DestinationState {
   expiryInterval?: number;
   /** Set while the client is away: when the session ends (ms since the epoch). */
   expiresAt?: number;
+  /** Set while the client is away: its MQTT 5 will, waiting for its delay. */
+  will?: PendingWill;
+}
+
+/**
+ * A will whose MQTT 5 Will Delay Interval has not passed [MQTT-3.1.3-9]: published at `at` (ms
+ * since the epoch) or when its session ends, whichever is first; never, if the client comes back
+ * before. `properties` never hold `expiresAt`: a will's Message Expiry Interval
+ * (`messageExpiryInterval`, seconds) counts from its publication.
+ */
+export interface PendingWill {
+  readonly topic: string;
+  readonly payload: Uint8Array;
+  readonly qos: 0 | 1 | 2;
+  readonly retain: boolean;
+  readonly at: number;
+  readonly properties?: MessageProperties;
+  readonly messageExpiryInterval?: number;
 }
 
 export interface QueueState extends DestinationState {

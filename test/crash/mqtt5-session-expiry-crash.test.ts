@@ -10,16 +10,12 @@
  */
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
 import type { IConnackPacket } from 'mqtt-packet';
-import { afterEach, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { untilDurable } from '../support/broker-log-position.js';
-import { runCairnCommand, startMqttBroker, tempDataDir, type BrokerProcess } from '../support/broker-process.js';
+import { runCairnCommand, startMqttBroker, tempDataDir, useCleanups, type BrokerProcess } from '../support/broker-process.js';
 import { until } from '../support/kit.js';
 
-const cleanups: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
+const cleanups = useCleanups();
 const broker = (dir: string): Promise<BrokerProcess> => startMqttBroker(dir, cleanups);
 
 async function open(port: number, clientId: string, options: IClientOptions, payloads?: string[]): Promise<{ client: MqttClient; sessionPresent: boolean }> {

@@ -9,51 +9,19 @@
  * message without them. The broker's clock is injected so that expiry is a
  * fact the test sets, not a sleep.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
+import type { IClientOptions, MqttClient } from 'mqtt';
 import type { IPublishPacket } from 'mqtt-packet';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Broker } from '../../src/core/broker.js';
-import type { SegmentedLog } from '../../src/log/index.js';
+import { describe, expect, it } from 'vitest';
 import { summarize } from '../../src/inspect/format.js';
 import { RecordKind } from '../../src/projections/records.js';
-import type { MqttServer } from '../../src/protocols/mqtt/server.js';
-import { startInProcessBroker, stopInProcessBroker } from '../support/in-process-broker.js';
+import { useInProcessBroker } from '../support/in-process-broker.js';
 import { until } from '../support/kit.js';
-import { collectPublishes, connectMqtt5 } from '../support/mqtt5-client.js';
+import { collectPublishes } from '../support/mqtt5-client.js';
 
-let dataDir: string;
-let log: SegmentedLog;
-let broker: Broker;
-let server: MqttServer;
-let now = 1_800_000_000_000;
-const clients: MqttClient[] = [];
-
-async function boot(): Promise<void> {
-  ({ log, broker, server } = await startInProcessBroker(dataDir, () => now));
-}
-
-async function shutDown(): Promise<void> {
-  await stopInProcessBroker({ log, broker, server }, clients);
-}
-
-beforeEach(async () => {
-  now = 1_800_000_000_000;
-  dataDir = await mkdtemp(join(tmpdir(), 'cairn-mqtt5-props-'));
-  await boot();
-});
-
-afterEach(async () => {
-  await shutDown();
-  await rm(dataDir, { recursive: true, force: true });
-});
+const cairn = useInProcessBroker('mqtt5-props');
 
 async function open(clientId: string, options: IClientOptions = {}): Promise<MqttClient> {
-  const { client } = await connectMqtt5(server.port, clientId, options);
-  clients.push(client);
-  return client;
+  return (await cairn.open(clientId, options)).client;
 }
 
 const collect = collectPublishes;
@@ -79,8 +47,7 @@ describe('PUBLISH properties end to end', () => {
   });
 
   it('a 3.1.1 subscriber gets the same message without properties', async () => {
-    const old = mqtt.connect(`mqtt://127.0.0.1:${server.port}`, { clientId: 'old-sub', protocolVersion: 4, reconnectPeriod: 0 });
-    clients.push(old);
+    const old = cairn.connect('old-sub', { protocolVersion: 4 });
     await new Promise<void>((resolve) => old.once('connect', () => resolve()));
     await old.subscribeAsync('props/#', { qos: 1 });
     const received = collect(old);
@@ -96,15 +63,12 @@ describe('PUBLISH properties end to end', () => {
     subscriber.end(true);
     const publisher = await open('stored-pub');
     await publisher.publishAsync('stored/x', 'kept', { qos: 1, properties: allProperties });
-    await shutDown();
-    now += 600_000; // ten minutes in the log
-    await boot();
-    const again = mqtt.connect(`mqtt://127.0.0.1:${server.port}`, { clientId: 'stored-sub', protocolVersion: 5, clean: false, reconnectPeriod: 0, properties: { sessionExpiryInterval: 3600 } });
-    clients.push(again);
+    await cairn.restart(600_000); // ten minutes in the log
+    const again = cairn.connect('stored-sub', { clean: false, properties: { sessionExpiryInterval: 3600 } });
     const received = collect(again);
     await until(() => received.length === 1, 'the stored message after the restart');
     expect(received[0]?.properties).toMatchObject({ ...allProperties, messageExpiryInterval: 3000 });
-    const records = [...log.read()].filter((record) => record.kind === RecordKind.msg);
+    const records = [...cairn.log.read()].filter((record) => record.kind === RecordKind.msg);
     expect(summarize(RecordKind.msg, records.at(-1)?.body)).toContain('mqtt5{payload=utf8 expires=2027-01-15T09:00:00.000Z content-type=application/json response-topic=replies/here correlation=010203fa origin=sensor-7 tag=a tag=b}');
   });
 });
@@ -117,17 +81,16 @@ describe('message expiry [MQTT-3.3.2-5]', () => {
     const publisher = await open('expiry-pub');
     await publisher.publishAsync('expiry/a', 'short-lived', { qos: 1, properties: { messageExpiryInterval: 5 } });
     await publisher.publishAsync('expiry/a', 'long-lived', { qos: 1, properties: { messageExpiryInterval: 60 } });
-    now += 10_000;
-    const again = mqtt.connect(`mqtt://127.0.0.1:${server.port}`, { clientId: 'expiry-sub', protocolVersion: 5, clean: false, reconnectPeriod: 0, properties: { sessionExpiryInterval: 3600 } });
-    clients.push(again);
+    cairn.clock.advance(10_000);
+    const again = cairn.connect('expiry-sub', { clean: false, properties: { sessionExpiryInterval: 3600 } });
     const received = collect(again);
     await until(() => received.length === 1, 'the unexpired message');
     await publisher.publishAsync('expiry/a', 'marker', { qos: 1 });
     await until(() => received.length === 2, 'a marker after it');
     expect(received.map((packet) => packet.payload.toString())).toEqual(['long-lived', 'marker']);
     expect(received[0]?.properties?.messageExpiryInterval).toBe(50);
-    await broker.flush();
-    const drops = [...log.read()].filter((record) => record.kind === RecordKind.drop).map((record) => record.body);
+    await cairn.broker.flush();
+    const drops = [...cairn.log.read()].filter((record) => record.kind === RecordKind.drop).map((record) => record.body);
     expect(drops).toContainEqual(expect.objectContaining({ c: 'expiry-sub', why: 'expired' }));
   });
 
@@ -135,7 +98,7 @@ describe('message expiry [MQTT-3.3.2-5]', () => {
     const publisher = await open('retain-pub');
     await publisher.publishAsync('retained/short', 'gone', { qos: 1, retain: true, properties: { messageExpiryInterval: 5, contentType: 'text/plain' } });
     await publisher.publishAsync('retained/long', 'here', { qos: 1, retain: true, properties: { messageExpiryInterval: 100, contentType: 'text/plain' } });
-    now += 20_000;
+    cairn.clock.advance(20_000);
     const subscriber = await open('retain-sub');
     const received = collect(subscriber);
     await subscriber.subscribeAsync('retained/#', { qos: 1 });

@@ -11,48 +11,18 @@
  * not arrive, on a topic the same subscription gets; once the marker is in,
  * the other would have been too (one connection delivers in order).
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import mqtt, { type IClientOptions, type IClientSubscribeOptions, type MqttClient } from 'mqtt';
+import type { IClientOptions, IClientSubscribeOptions, MqttClient } from 'mqtt';
 import type { IDisconnectPacket, IPublishPacket } from 'mqtt-packet';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Broker } from '../../src/core/broker.js';
-import type { SegmentedLog } from '../../src/log/index.js';
+import { describe, expect, it } from 'vitest';
 import { RecordKind } from '../../src/projections/records.js';
-import type { MqttServer } from '../../src/protocols/mqtt/server.js';
-import { startInProcessBroker, stopInProcessBroker } from '../support/in-process-broker.js';
+import { useInProcessBroker } from '../support/in-process-broker.js';
 import { until } from '../support/kit.js';
-import { collectPublishes, connectMqtt5 } from '../support/mqtt5-client.js';
+import { collectPublishes } from '../support/mqtt5-client.js';
 
-let dataDir: string;
-let log: SegmentedLog;
-let broker: Broker;
-let server: MqttServer;
-const clients: MqttClient[] = [];
-
-async function boot(): Promise<void> {
-  ({ log, broker, server } = await startInProcessBroker(dataDir, Date.now));
-}
-
-async function shutDown(): Promise<void> {
-  await stopInProcessBroker({ log, broker, server }, clients);
-}
-
-beforeEach(async () => {
-  dataDir = await mkdtemp(join(tmpdir(), 'cairn-mqtt5-subopts-'));
-  await boot();
-});
-
-afterEach(async () => {
-  await shutDown();
-  await rm(dataDir, { recursive: true, force: true });
-});
+const cairn = useInProcessBroker('mqtt5-subopts');
 
 async function open(clientId: string, options: IClientOptions = {}, received?: IPublishPacket[]): Promise<MqttClient> {
-  const { client } = await connectMqtt5(server.port, clientId, options, received);
-  clients.push(client);
-  return client;
+  return (await cairn.open(clientId, options, received)).client;
 }
 
 const collect = collectPublishes;
@@ -118,8 +88,7 @@ describe('Retain As Published [MQTT-3.3.1-12] [MQTT-3.3.1-13]', () => {
     const cleared = await open('rap-cleared');
     const clearedReceived = collect(cleared);
     await subscribe(cleared, 'rap/#', { qos: 0 });
-    const old = mqtt.connect(`mqtt://127.0.0.1:${server.port}`, { clientId: 'rap-311', protocolVersion: 4, reconnectPeriod: 0 });
-    clients.push(old);
+    const old = cairn.connect('rap-311', { protocolVersion: 4 });
     await new Promise<void>((resolve) => old.once('connect', () => resolve()));
     const oldReceived = collect(old);
     await old.subscribeAsync('rap/#', { qos: 1 });
@@ -202,8 +171,7 @@ describe('options across a broker restart', () => {
     const sessionOptions: IClientOptions = { clean: false, properties: { sessionExpiryInterval: 3600 } };
     const first = await open('kept-opts', sessionOptions);
     await subscribe(first, 'keep/#', { qos: 1, nl: true, rap: true, rh: 1, properties: { subscriptionIdentifier: 42 } });
-    await shutDown();
-    await boot();
+    await cairn.restart();
     const publisher = await open('kept-opts-pub');
     await publisher.publishAsync('keep/r', 'retained', { qos: 1, retain: true });
     const received: IPublishPacket[] = [];
@@ -219,8 +187,8 @@ describe('options across a broker restart', () => {
     await publisher.publishAsync('keep/marker', 'marker', { qos: 1 });
     await until(() => received.length === 2, 'the marker');
     expect(payloads(received)).toEqual(['retained', 'marker']);
-    await broker.flush();
-    const subs = [...log.read()].filter((record) => record.kind === RecordKind.sub).map((record) => record.body);
+    await cairn.broker.flush();
+    const subs = [...cairn.log.read()].filter((record) => record.kind === RecordKind.sub).map((record) => record.body);
     expect(subs[0]).toEqual({ c: 'kept-opts', f: 'keep/#', qos: 1, nl: true, rap: true, rh: 1, id: 42 });
   });
 });

@@ -90,7 +90,8 @@ export const brokerCommand = fc.oneof(
   fc.record({ t: fc.constant('connect' as const), c: fc.constantFrom(...clients), clean: fc.boolean() }),
   // MQTT 5: Clean Start and a session expiry (0 ends at detach; 60 s gives an `offline` record).
   fc.record({ t: fc.constant('connect5' as const), c: fc.constantFrom(...clients), clean: fc.boolean(), expiry: fc.constantFrom(0, 60, 0xffffffff) }),
-  fc.record({ t: fc.constant('detach' as const), c: fc.constantFrom(...clients) }),
+  // A will on some detaches: at once (no delay), or delayed 1 s (a 1000 ms tick publishes it, a reconnect cancels it; a session of expiry 0 publishes it at once).
+  fc.record({ t: fc.constant('detach' as const), c: fc.constantFrom(...clients), will: fc.option(fc.constantFrom(0, 1), { nil: undefined }), p: payload }),
   fc.record({ t: fc.constant('subscribe' as const), c: fc.constantFrom(...clients), f: fc.constantFrom(...filters), qos, options: subscriptionOptions }),
   fc.record({ t: fc.constant('unsubscribe' as const), c: fc.constantFrom(...clients), f: fc.constantFrom(...filters) }),
   fc.record({ t: fc.constant('publish' as const), c: fc.constantFrom(...clients), topic: fc.constantFrom(...topics), p: payload, qos, retain: fc.boolean(), id: fc.integer({ min: 1, max: 4 }), props: mqtt5Properties }),
@@ -166,7 +167,12 @@ export class BrokerHarness {
           this.handles.set(c.c, { handle, link });
           break;
         }
-        case 'detach': session?.handle.detach(); this.handles.delete(c.c); break;
+        case 'detach': {
+          const will = c.will === undefined ? undefined : { topic: 'a/will', payload: c.p, qos: 1 as const, retain: c.will === 1, delayInterval: c.will, properties: { contentType: 'w' } };
+          await session?.handle.detach(undefined, will);
+          this.handles.delete(c.c);
+          break;
+        }
         case 'subscribe': if (session) {
           const options = c.options === undefined || !c.f.startsWith('$share/') ? c.options : { ...c.options, noLocal: false };
           const r = session.handle.subscribe([{ filter: c.f, qos: c.qos, options }]);

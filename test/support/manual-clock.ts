@@ -28,6 +28,11 @@ export class ManualClock implements Timers {
     this.timers = this.timers.filter((timer) => timer.id !== handle);
   }
 
+  /** Forget every pending timer: their broker stopped, and a restarted one sets its own. */
+  dropTimers(): void {
+    this.timers = [];
+  }
+
   get pending(): number {
     return this.timers.length;
   }

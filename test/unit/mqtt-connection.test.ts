@@ -115,23 +115,22 @@ class FakeCore implements MqttCore {
       pubcomp(packetId) {
         session.calls.push(`pubcomp ${packetId}`);
       },
-      detach() {
+      detach(_sessionExpiryInterval, will) {
         session.detached = true;
+        if (will !== undefined) {
+          core.wills.push({ clientId, publish: will });
+          core.route(will);
+        }
+        return undefined;
       },
     };
     this.sessions.set(clientId, session);
     return { session, sessionPresent, durable: this.durable() };
   }
 
-  publishWill(clientId: string, publish: Omit<MqttIncomingPublish, 'packetId'>): Durable {
-    this.wills.push({ clientId, publish });
-    this.route(publish);
-    return undefined;
-  }
-
   publishSystem(): void {}
 
-  private route(publish: Omit<MqttIncomingPublish, 'packetId'>): void {
+  route(publish: Omit<MqttIncomingPublish, 'packetId'>): void {
     for (const session of this.sessions.values()) {
       if (session.detached) continue;
       for (const filter of session.subscriptions.keys()) {

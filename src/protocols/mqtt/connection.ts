@@ -26,7 +26,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { AssertionError, assert } from '../../assert.js';
 import {
-  BrokerError, type Durable, type MqttClientLink, type MqttCore, type MqttOutgoingPublish, type MqttPublishProperties, type MqttSessionHandle, type Qos,
+  BrokerError, type Durable, type MqttClientLink, type MqttCore, type MqttOutgoingPublish, type MqttSessionHandle, type MqttWill, type Qos,
 } from '../../core/api.js';
 import type { AclSource } from '../../auth/acl-file.js';
 import type { Users } from '../../auth/users.js';
@@ -69,14 +69,8 @@ export interface MqttConnectionContext {
  */
 export type MqttTransport = Duplex & DescribedTransport;
 
-export interface Will {
-  readonly topic: string;
-  readonly payload: Uint8Array;
-  readonly qos: Qos;
-  readonly retain: boolean;
-  /** MQTT 5 will properties that travel with the message [MQTT-3.1.3.2]. */
-  readonly properties?: MqttPublishProperties | undefined;
-}
+/** A connection's will: its MQTT 5 properties travel with the message [MQTT-3.1.3.2]; its delay is the core's to keep. */
+export type Will = MqttWill;
 
 export type ConnectionState = 'awaiting-connect' | 'connecting' | 'connected' | 'closed';
 
@@ -385,10 +379,9 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
       }
       this.sessionExpiryInterval = sessionExpiryInterval;
     }
-    const will = this.will;
-    this.will = undefined;
+    // Kept only when asked for: close() then publishes it as after an abnormal close.
+    if (!publishWill) this.will = undefined;
     this.close('client-disconnect');
-    if (publishWill && will !== undefined) this.publishWill(will);
   }
 
   /**
@@ -576,20 +569,20 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
     const will = this.will;
     this.sessionValue = undefined;
     this.will = undefined;
+    // A DISCONNECT kept the will only if it asked for it (0x04).
+    const publishWill = wasConnected && will !== undefined && (reason === 'client-disconnect' || !isNormalClose(reason));
     // After a takeover the session belongs to the new connection: leave it alone.
-    if (session !== undefined && reason !== 'taken-over') session.detach(this.sessionExpiryInterval);
-    if (wasConnected && will !== undefined && !isNormalClose(reason)) this.publishWill(will);
+    if (session !== undefined && reason !== 'taken-over') this.detachSession(session, publishWill ? will : undefined);
     this.releaseSocket(reason, disconnect !== undefined);
     this.logger.debug({ reason, droppedDeliveries: this.droppedDeliveries }, 'MQTT connection closed');
     this.onClosed(this, reason);
   }
 
-  private publishWill(will: Will): void {
-    const clientId = this.clientIdValue;
-    assert(clientId !== undefined, 'a will without a client id');
-    this.logger.debug({ topic: will.topic, qos: will.qos, retain: will.retain }, 'MQTT publishing will [MQTT-3.1.2-8]');
+  /** The session goes offline (or ends); the will is handed over to be published now or after its delay [MQTT-3.1.2-8]. */
+  private detachSession(session: MqttSessionHandle, will: Will | undefined): void {
+    if (will !== undefined) this.logger.debug({ topic: will.topic, qos: will.qos, retain: will.retain, delay: will.delayInterval }, 'MQTT will due [MQTT-3.1.2-8]');
     try {
-      const durable = this.context.core.publishWill(clientId, will);
+      const durable = session.detach(this.sessionExpiryInterval, will);
       durable?.catch((error: unknown) => this.logger.error({ err: error }, 'MQTT will not recorded: the log failed'));
     } catch (error: unknown) {
       if (error instanceof AssertionError) throw error;

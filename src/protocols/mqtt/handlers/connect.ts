@@ -139,7 +139,10 @@ function readWill(packet: IConnectPacket): Will | undefined {
   if (will === undefined) return undefined;
   // Copied: the decoded payload is a view of a socket chunk that would otherwise stay alive with it.
   const payload = typeof will.payload === 'string' ? Buffer.from(will.payload, 'utf8') : Buffer.from(will.payload);
-  return { topic: will.topic, payload, qos: (will.qos ?? 0) as Qos, retain: will.retain === true, properties: incomingPropertiesOf(will.properties) };
+  return {
+    topic: will.topic, payload, qos: (will.qos ?? 0) as Qos, retain: will.retain === true, properties: incomingPropertiesOf(will.properties),
+    delayInterval: will.properties?.willDelayInterval,
+  };
 }
 
 /** The one mapping from authentication outcomes to CONNACK return codes. */
