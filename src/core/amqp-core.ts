@@ -229,6 +229,11 @@ export class AmqpCoreImpl implements AmqpCore {
     return false;
   }
 
+  /** An MQTT publish with an expiry crosses into this queue (the bridge): its head may expire. */
+  watchExpiry(queue: QueueRuntime): void {
+    this.expiry.watch(queue);
+  }
+
   publish(message: AmqpMessage, options: { persistent: boolean; from: string }): AmqpPublishResult {
     const exchange = this.context.exchanges.get(message.exchange);
     if (!exchange) throw new BrokerError(404, `NOT_FOUND - no exchange '${message.exchange}' in vhost '/'`);

@@ -24,6 +24,7 @@ import type { QueueArguments } from '../projections/records.js';
 import type { QueueState, StoredMessage } from '../projections/state.js';
 import { limitsOf, wouldOverflow, type QueueLimits } from './queue-arguments.js';
 import type { AmqpConsumer, AmqpMessage, QueueDelivery } from './api.js';
+import { amqpPropertiesOfMqtt } from './bridge-properties.js';
 import { swapSeparators } from './mqtt-sessions.js';
 import { ReadyEntries } from './ready-entries.js';
 
@@ -195,10 +196,15 @@ export function isRedeliveredEntry(entry: EntryView<unknown>): boolean {
 const persistentProperties = new Uint8Array([0x10, 0x00, 2]);
 const transientProperties = new Uint8Array([0x10, 0x00, 1]);
 
-/** How a stored message looks to an AMQP consumer: MQTT-origin messages arrive via amq.topic with '/' ⇄ '.' swapped. */
+/**
+ * How a stored message looks to an AMQP consumer: MQTT-origin messages arrive via amq.topic with '/' ⇄ '.' swapped,
+ * their MQTT 5 properties as AMQP ones (bridge-properties.ts; an `expiration` then expires them as any AMQP message).
+ */
 export function amqpMessageOf(message: StoredMessage): AmqpMessage {
   const exchange = message.exchange ?? 'amq.topic';
   const routingKey = message.exchange === undefined ? swapSeparators(message.topic) : message.topic;
-  const properties = message.properties ?? ((message.qos ?? 0) >= 1 ? persistentProperties : transientProperties);
+  const qos = message.qos ?? 0;
+  const properties = message.properties
+    ?? (message.mqttProperties !== undefined ? amqpPropertiesOfMqtt(message.mqttProperties, qos, message.timestamp) : qos >= 1 ? persistentProperties : transientProperties);
   return { exchange, routingKey, body: message.payload, properties, publishedAt: message.timestamp };
 }

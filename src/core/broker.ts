@@ -125,6 +125,7 @@ export class Broker {
       dispatch: (queue) => amqp.dispatchQueue(queue),
       overflowed: (queue, entries) => amqp.deadLetterOverflow(queue, entries),
       bridgeQueues: (routingKey) => this.bridgeQueues(routingKey),
+      watchExpiry: (queue) => amqp.watchExpiry(queue),
       nextDocumentId: (collection) => this.nextDocumentId(collection),
     });
   }

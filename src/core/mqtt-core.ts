@@ -42,6 +42,8 @@ export interface MqttCoreContext extends PublishContext {
   readonly systemRetained: Map<string, StoredMessage>;
   /** Queues bound to amq.topic that match this routing key (the bridge into AMQP). */
   bridgeQueues(routingKey: string): QueueRuntime[];
+  /** A message with an expiry enters this queue: its head timer must look at it (message-expiry.ts). */
+  watchExpiry(queue: QueueRuntime): void;
   nextDocumentId(collection: string): number;
 }
 
@@ -335,6 +337,10 @@ function mqttPublish(
     if (!ingestMatches(route, topic)) continue;
     docs.push({ col: route.collection, id: context.nextDocumentId(route.collection), doc: documentOf(payload, topic, context.clock()) });
   }
+  // A full reject-publish queue refuses it; MQTT 3.1.1 has no way to tell the publisher.
+  const queues = queuesAccepting(context.bridgeQueues(swapSeparators(topic)), payload.byteLength);
+  // In a queue its expiry is an AMQP expiration (bridge-properties.ts), expired at the head as any.
+  if (mqttProperties?.expiresAt !== undefined) for (const queue of queues) context.watchExpiry(queue);
   return publish(context, {
     topic,
     payload,
@@ -345,8 +351,7 @@ function mqttPublish(
     // The publisher's own No Local subscriptions do not match [MQTT-3.8.3-3].
     sessions: context.subscriptions.match(topic, context.sessions.get(from)),
     groups: context.shared.match(topic),
-    // A full reject-publish queue refuses it; MQTT 3.1.1 has no way to tell the publisher.
-    queues: queuesAccepting(context.bridgeQueues(swapSeparators(topic)), payload.byteLength),
+    queues,
     ...(incoming.retain ? { retain: { t: topic, p: payload, qos, ...(mqttProperties !== undefined ? { m: messagePropertiesBody(mqttProperties) } : {}) } } : {}),
     ...(rx2 ? { rx2 } : {}),
     ...(session ? { session } : {}),

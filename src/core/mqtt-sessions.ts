@@ -24,6 +24,7 @@ import type { MqttClientLink, MqttTopicReader, Qos } from './api.js';
 import { record, type Committer } from './committer.js';
 import type { CoreLimits } from './limits.js';
 import type { MessageStore } from './message-store.js';
+import { mqttPropertiesOf } from './bridge-properties.js';
 import { isExpired, outgoingPropertiesOf } from './mqtt-message-properties.js';
 import type { BrokerObserver } from './observer.js';
 import type { SharedInflight } from './shared-subscription.js';
@@ -125,13 +126,14 @@ export class SessionDelivery {
         continue;
       }
       const now = this.clock();
-      // A message whose expiry interval passed while it was queued is never delivered [MQTT-3.3.2-5].
-      if (isExpired(message.mqttProperties, now)) {
+      const stored = mqttPropertiesOf(message);
+      // A message whose expiry interval (or AMQP expiration) passed while it was queued is never delivered [MQTT-3.3.2-5].
+      if (isExpired(stored, now)) {
         this.dropQueued(session, seq, 'expired');
         continue;
       }
       session.inflight.set(packetId, seq);
-      const properties = outgoingPropertiesOf(message.mqttProperties, now);
+      const properties = outgoingPropertiesOf(stored, now);
       const { retain, subscriptionIdentifiers } = deliveryFlagsOf(session.state, message, topic, message.retain === true);
       link.sendPublish({ topic, payload: message.payload, qos: qosOf(entry.flags), retain, dup: entry.deliveries > 0, packetId, properties, subscriptionIdentifiers });
       this.observer.messageOut('mqtt');
@@ -253,7 +255,7 @@ export class SessionDelivery {
    */
   sendDirect(session: SessionRuntime, message: StoredMessage, onSubscribe: boolean, group?: string): void {
     if (!session.link) return;
-    const properties = message.mqttProperties === undefined ? undefined : outgoingPropertiesOf(message.mqttProperties, this.clock());
+    const properties = outgoingPropertiesOf(mqttPropertiesOf(message), this.clock());
     const topic = mqttTopicOf(message);
     const { retain, subscriptionIdentifiers } = group === undefined
       ? deliveryFlagsOf(session.state, message, topic, onSubscribe)

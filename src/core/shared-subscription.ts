@@ -20,7 +20,8 @@
  * is then the member session's, as for its own messages. Retained messages
  * are never sent on a shared subscription (§4.8.2).
  */
-import { outgoingPropertiesOf } from './mqtt-message-properties.js';
+import { mqttPropertiesOf } from './bridge-properties.js';
+import { isExpired, outgoingPropertiesOf } from './mqtt-message-properties.js';
 import { EntryFlag, EntryQueue, type EntryView } from '../projections/entry-queue.js';
 import { isSharedFilter, sharedFilterPrefix } from '../projections/shared-groups.js';
 
@@ -313,8 +314,16 @@ export class SharedSubscriptions {
     }
     const qos = minQos(qosOf(entry.flags), group.memberQos.get(member) ?? 0);
     const durable = (entry.flags & EntryFlag.durable) !== 0;
+    const now = this.context.committer.now();
+    const stored = mqttPropertiesOf(message);
+    // A message whose expiry passed while it waited in the group is never delivered [MQTT-3.3.2-5]: dropped as from a session's queue.
+    if (isExpired(stored, now)) {
+      this.context.observer.drop('session', 1);
+      if (durable) this.context.committer.commitQuietly([record('drop', { g: group.name, s: [entry.seq], why: 'expired' })]);
+      return;
+    }
     // MQTT 5 properties travel to a group member as to any subscriber (the expiry as what is left of it).
-    const properties = message.mqttProperties === undefined ? undefined : outgoingPropertiesOf(message.mqttProperties, Date.now());
+    const properties = outgoingPropertiesOf(stored, now);
     // The member's subscription to this group gives the RETAIN flag (Retain As Published) and the identifier.
     const { retain, subscriptionIdentifiers } = sharedDeliveryFlagsOf(member.state, group.name, message);
     this.context.observer.messageOut('mqtt');
