@@ -30,6 +30,7 @@ import type { EntryView } from '../projections/entry-queue.js';
 import { publish, type PublishContext } from './publish.js';
 import { checkEquivalentArguments, checkQuorumProperties, queueArgumentsOf } from './queue-arguments.js';
 import { withDeliveryCount } from './delivery-count.js';
+import { DirectReplies, replyToQueue } from './direct-reply-to.js';
 import type { SessionRuntime } from './mqtt-sessions.js';
 import { swapSeparators } from './mqtt-sessions.js';
 import type { Qos } from './api.js';
@@ -63,6 +64,7 @@ function entryOf(head: Head): QueueEntry {
 export class AmqpCoreImpl implements AmqpCore {
   private readonly expiry: HeadExpiry;
   private readonly leases: QueueLeases;
+  private readonly replies = new DirectReplies();
 
   constructor(private readonly context: AmqpCoreContext) {
     const now = (): number => context.committer.now();
@@ -136,6 +138,7 @@ export class AmqpCoreImpl implements AmqpCore {
     const existing = this.context.queues.get(name);
     if (existing) this.checkOwner(existing, options.owner);
     if (options.passive) {
+      if (!existing && this.replies.exists(name)) return { queue: name, messageCount: 0, consumerCount: 0, durable: undefined };
       if (!existing) throw new BrokerError(404, `NOT_FOUND - no queue '${name}' in vhost '/'`);
       return { queue: name, messageCount: existing.messageCount, consumerCount: existing.consumers.length, durable: undefined };
     }
@@ -235,6 +238,7 @@ export class AmqpCoreImpl implements AmqpCore {
   }
 
   publish(message: AmqpMessage, options: { persistent: boolean; from: string }): AmqpPublishResult {
+    if (DirectReplies.isReply(message.exchange, message.routingKey)) return this.reply(message);
     const exchange = this.context.exchanges.get(message.exchange);
     if (!exchange) throw new BrokerError(404, `NOT_FOUND - no exchange '${message.exchange}' in vhost '/'`);
     if (exchange.internal) throw new BrokerError(403, `ACCESS_REFUSED - cannot publish to internal exchange '${message.exchange}' in vhost '/'`);
@@ -276,7 +280,21 @@ export class AmqpCoreImpl implements AmqpCore {
     this.dispatch(queueName);
   }
 
+  consumeReplies(consumer: AmqpConsumer): string {
+    if (!consumer.noAck) throw new BrokerError(406, 'PRECONDITION_FAILED - reply consumer cannot acknowledge');
+    return this.replies.register(consumer);
+  }
+
+  /** A reply to a direct reply-to consumer: straight to it, no queue, no record. */
+  private reply(message: AmqpMessage): AmqpPublishResult {
+    this.context.observer.messageIn('amqp');
+    const routed = this.replies.deliver(message);
+    if (routed) this.context.observer.messageOut('amqp');
+    return { routed, durable: undefined, rejected: false };
+  }
+
   cancel(queueName: string, consumer: AmqpConsumer): void {
+    if (queueName === replyToQueue) return this.replies.unregister(consumer);
     const queue = this.context.queues.get(queueName);
     if (!queue?.removeConsumer(consumer)) return;
     if (queue.autoDelete && queue.consumers.length === 0 && queue.hadConsumer) return void this.removeQueue(queue);

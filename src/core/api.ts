@@ -281,6 +281,8 @@ export interface AmqpCore {
   publish(message: AmqpMessage, options: { persistent: boolean; from: string }): AmqpPublishResult;
   /** Throws 404 missing queue, 403 exclusive queue of another connection, 405 exclusive consumer conflict. */
   consume(queue: string, consumer: AmqpConsumer, options: { exclusive: boolean; owner: string }): void;
+  /** Direct reply-to: a no-ack consumer of amq.rabbitmq.reply-to; returns the name its replies are published to. */
+  consumeReplies(consumer: AmqpConsumer): string;
   cancel(queue: string, consumer: AmqpConsumer): void;
   /** basic.get: the head of the queue, or undefined; `messageCount` is what remains. */
   get(queue: string, options: { noAck: boolean; owner: string }): { delivery: QueueDelivery | undefined; messageCount: number };

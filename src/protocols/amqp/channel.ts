@@ -91,6 +91,8 @@ export class AmqpChannel implements ConsumerChannel {
   private flowActive = true;
   /** The last queue declared on this channel: what an empty queue name means (spec "queue-name" domain). */
   lastQueueName: string | undefined = undefined;
+  /** The name of this channel's direct reply-to consumer (amq.rabbitmq.reply-to.<token>), while it has one. */
+  replyQueueName: string | undefined = undefined;
   /** The last delivery waiting for its deliver record to be durable: later ones wait behind it, so tags leave in order. */
   private waitingDelivery: Promise<void> | undefined = undefined;
 

@@ -15,6 +15,7 @@ import { randomBytes } from 'node:crypto';
 import type { AmqpChannel } from '../channel.js';
 import { integerOf, REPLY_CODE, type AmqpMethodNamed, type FieldTable } from '../codec/index.js';
 import { ChannelConsumer } from '../consumer.js';
+import { replyToQueue } from '../../../core/direct-reply-to.js';
 import { AmqpChannelError, AmqpConnectionError } from '../errors.js';
 
 export function handleBasicQos(channel: AmqpChannel, method: AmqpMethodNamed<'basic.qos'>): void {
@@ -39,13 +40,20 @@ export function handleBasicConsume(channel: AmqpChannel, method: AmqpMethodNamed
   }
   const consumer = new ChannelConsumer(tag, queue, method.noAck, channel.consumerPrefetch, channel, priority);
   // Inactive until consume-ok is written: core.consume's own dispatch skips it.
-  channel.core.consume(queue, consumer, { exclusive: method.exclusive, owner: channel.host.owner });
+  if (queue === replyToQueue) consumeReplies(channel, consumer);
+  else channel.core.consume(queue, consumer, { exclusive: method.exclusive, owner: channel.host.owner });
   channel.consumers.set(tag, consumer);
   channel.reply(undefined, method.noWait, { name: 'basic.consume-ok', consumerTag: tag }, () => {
     if (channel.consumers.get(tag) !== consumer) return;
     consumer.active = true;
     channel.core.dispatch(queue);
   });
+}
+
+/** Direct reply-to (core/direct-reply-to.ts): one no-ack reply consumer per channel, as RabbitMQ allows. */
+function consumeReplies(channel: AmqpChannel, consumer: ChannelConsumer): void {
+  if (channel.replyQueueName !== undefined) throw new AmqpChannelError(REPLY_CODE.PRECONDITION_FAILED, 'reply consumer already set');
+  channel.replyQueueName = channel.core.consumeReplies(consumer);
 }
 
 /** x-priority, checked as RabbitMQ checks it (406 for a value that is not an integer); other arguments are 540. */
@@ -68,6 +76,7 @@ export function handleBasicCancel(channel: AmqpChannel, method: AmqpMethodNamed<
     channel.consumers.delete(method.consumerTag);
     consumer.active = false;
     channel.core.cancel(consumer.queue, consumer);
+    if (consumer.queue === replyToQueue) channel.replyQueueName = undefined;
   }
   channel.reply(undefined, method.noWait, { name: 'basic.cancel-ok', consumerTag: method.consumerTag });
 }

@@ -12,6 +12,7 @@ import type { AmqpChannel } from '../channel.js';
 import { DELIVERY_MODE, deliveryModeOf, REPLY_CODE, type AmqpMethodNamed } from '../codec/index.js';
 import type { AssembledMessage } from '../content-assembler.js';
 import { AmqpChannelError } from '../errors.js';
+import { withDirectReplyTo } from '../direct-reply-to.js';
 
 export function handleBasicPublish(channel: AmqpChannel, method: AmqpMethodNamed<'basic.publish'>): void {
   if (method.immediate) {
@@ -22,7 +23,8 @@ export function handleBasicPublish(channel: AmqpChannel, method: AmqpMethodNamed
 }
 
 export function publishAssembled(channel: AmqpChannel, message: AssembledMessage): void {
-  const { method, properties, body } = message;
+  const { method, body } = message;
+  const properties = withDirectReplyTo(message.properties, channel.replyQueueName);
   const result = channel.core.publish(
     { exchange: method.exchange, routingKey: method.routingKey, body, properties },
     { persistent: deliveryModeOf(properties) === DELIVERY_MODE.PERSISTENT, from: channel.host.owner },
