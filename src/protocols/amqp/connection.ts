@@ -139,6 +139,11 @@ export class AmqpConnection implements ChannelHost, HeartbeatPeer, ManagedConnec
     return this.stateValue;
   }
 
+  /** The logged-in user (undefined: anonymous, or before the login). */
+  get user(): string | undefined {
+    return this.username;
+  }
+
   // ─────────────────────────── inbound ───────────────────────────
 
   private receive(chunk: Buffer): void {

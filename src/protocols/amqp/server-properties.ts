@@ -23,8 +23,8 @@ export const serverCapabilities = {
   'connection.blocked': false,
   authentication_failure_close: true,
   per_consumer_qos: true,
-  consumer_priorities: false,
-  direct_reply_to: false,
+  consumer_priorities: true,
+  direct_reply_to: true,
 } as const;
 
 export function serverProperties(): FieldTable {

@@ -10,6 +10,10 @@
  *   connection.tune-ok    ──▶
  *   connection.open "/"   ──▶      (any other vhost: 530 NOT_ALLOWED)
  *                         ◀──      connection.open-ok
+ *
+ * While open, connection.update-secret (RabbitMQ's extension for expiring
+ * credentials) checks the new secret as the password of the logged-in user:
+ * update-secret-ok, or 530 NOT_ALLOWED closing the connection, as RabbitMQ.
  */
 import type { AmqpConnection } from '../connection.js';
 import {
@@ -86,8 +90,21 @@ export function handleClose(connection: AmqpConnection, _method: AmqpMethodNamed
   connection.closeByClient();
 }
 
-export function handleUpdateSecret(_connection: AmqpConnection, _method: AmqpMethodNamed<'connection.update-secret'>): void {
-  throw new AmqpConnectionError(REPLY_CODE.NOT_IMPLEMENTED, 'connection.update-secret is not supported by Cairn (no expiring credentials)');
+export function handleUpdateSecret(connection: AmqpConnection, method: AmqpMethodNamed<'connection.update-secret'>): void {
+  connection.expectState('open', method.name);
+  const username = connection.user;
+  connection.users.authenticate('amqp', username, method.newSecret)
+    .then((outcome) => {
+      if (connection.state !== 'open') return;
+      if (outcome === 'allowed') {
+        connection.logger.info({ reason: method.reason }, 'AMQP secret updated');
+        connection.sendMethod(0, { name: 'connection.update-secret-ok' });
+        return;
+      }
+      connection.logger.warn({ remote: remoteAddress(connection), user: username, outcome }, 'AMQP secret update refused');
+      connection.fail(new AmqpConnectionError(REPLY_CODE.NOT_ALLOWED, `Secret update was refused for user '${username ?? ''}'`), 0);
+    })
+    .catch((error: unknown) => connection.fail(error, 0));
 }
 
 type ConnectionMethodHandler<N extends AmqpMethodName> = (connection: AmqpConnection, method: AmqpMethodNamed<N>) => void;
