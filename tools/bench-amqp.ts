@@ -10,7 +10,9 @@
  *     (bench-durable-floor.ts: the durable round trip against its target);
  *   - end-to-end throughput publisher → consumer (10,000, manual ack,
  *     prefetch 100), timed from the first publish to the last delivery;
- *   - end-to-end latency: 2,000 sequential publish → deliver round trips.
+ *   - end-to-end latency: 2,000 sequential publish → deliver round trips;
+ *   - the retry-queue cycle (publish → reject → DLX → TTL → back;
+ *     bench-retry-cycle.ts): 2,000 messages, 5 retries each.
  * Latency cases use TCP_NODELAY in the client (see latencySocket).
  * Every case first runs unmeasured (the same for both brokers); throughput
  * figures are the median of three measured runs, latency samples are taken
@@ -28,6 +30,7 @@ import { benchBaseDir, fmt, printTable, startCairn, tempDir } from './bench-mqtt
 import { durableTargetRows, rawDiskOpeners, rawDiskRows, threadTimeRow } from './bench-durable-floor.js';
 import { timedCase, type TimedCase } from './bench-thread-times.js';
 import { maybeStartRabbit } from './rabbitmq-process.js';
+import { cyclesPerMessage, retryCycle, retryMessages } from './bench-retry-cycle.js';
 import { interleavedCases, interleavedLatency, medianRuns, throughputRuns, timeRoundTrips, type LatencySummary, type RoundTripCase } from './bench-side-by-side.js';
 
 const body = Buffer.alloc(100, 0x62);
@@ -173,6 +176,7 @@ interface AmqpResults {
   readonly sequential: LatencySummary;
   readonly endToEnd: { rate: number; received: number };
   readonly endToEndLatency: LatencySummary;
+  readonly retryCycle: { rate: number; passes: number };
 }
 
 interface AmqpRun {
@@ -203,9 +207,10 @@ async function runCases(urls: readonly string[], cairnPid: number | undefined): 
   const [rawOnCallingThread, rawViaPool, ...sequential] = await interleavedCases('sequential confirms, transient and durable', openers, latencyCount);
   const endToEnd = await medianRuns('end-to-end throughput', urls, endToEndThroughput);
   const endToEndRoundTrips = await interleavedLatency('end-to-end latency', urls, latencyCount, openEndToEndLatency);
+  const retry = await medianRuns('retry-queue cycle', urls, retryCycle);
   const results = urls.map((_, i) => ({
     pipelinedOne: pipelinedOne[i]!, pipelinedMany: pipelinedMany[i]!, transient: sequential[i]!, sequential: sequential[urls.length + i]!,
-    endToEnd: endToEnd[i]!, endToEndLatency: endToEndRoundTrips[i]!,
+    endToEnd: endToEnd[i]!, endToEndLatency: endToEndRoundTrips[i]!, retryCycle: retry[i]!,
   }));
   return { raw: [rawOnCallingThread!, rawViaPool!], cairnThreads: cairnThreads as [TimedCase, TimedCase], results };
 }
@@ -259,6 +264,9 @@ export async function benchAmqp(): Promise<void> {
   row(`end-to-end throughput (${e2eCount}, ack, prefetch ${prefetch}, median of ${throughputRuns})`, (r) => r.endToEnd.rate, (r) => `${rate(r.endToEnd.rate)} (${r.endToEnd.received}/${e2eCount})`);
   row(`end-to-end latency p50 (${latencyCount} sequential, nodelay)`, (r) => r.endToEndLatency.p50, (r) => ms(r.endToEndLatency.p50));
   row(`end-to-end latency p99 (${latencyCount} sequential, nodelay)`, (r) => r.endToEndLatency.p99, (r) => ms(r.endToEndLatency.p99));
+  const retryPasses = retryMessages * (cyclesPerMessage + 1);
+  row(`retry-queue cycle, publish → reject → DLX → TTL → back (${retryMessages} x ${cyclesPerMessage} retries, passes/s, median of ${throughputRuns})`,
+    (r) => r.retryCycle.rate, (r) => `${rate(r.retryCycle.rate)} (${r.retryCycle.passes}/${retryPasses})`);
 
   console.log(`AMQP (amqplib), 100-byte bodies, durable queues, persistent messages; disk: ${benchBaseDir()}`);
   printTable(rows);
