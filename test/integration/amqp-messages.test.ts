@@ -65,7 +65,8 @@ describe('AMQP message content', () => {
       deliveryMode: 2,
       priority: 5,
       correlationId: 'corr-7f3a',
-      replyTo: 'amq.rabbitmq.reply-to',
+      // Not amq.rabbitmq.reply-to: that one is rewritten (direct reply-to), and refused without a reply consumer.
+      replyTo: 'invoice.replies',
       messageId: 'msg-0001',
       timestamp: 1_791_754_410,
       type: 'invoice.created',
