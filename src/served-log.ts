@@ -5,7 +5,9 @@
  * several Cairn nodes may point at the same stream, and the one holding the
  * stream's writer lease writes it; the others are standbys, waiting (before
  * any listener opens) until the lease's key expires, then reading the stream,
- * fencing the old writer off and serving. A writer that loses its lease fails
+ * fencing the old writer off and serving. While it waits, a standby follows
+ * the stream and keeps its projection up to date (standby-tail.ts), so the
+ * takeover reads and replays only what the writer appended last. A writer that loses its lease fails
  * its log at once (EDEPOSED), which stops it like any failed log (fail-stop).
  */
 import * as fs from 'node:fs';
@@ -15,7 +17,9 @@ import { lockDataDirectory } from './log/directory-lock.js';
 import { SegmentedLog, type LogFailedError, type LogFileSystem } from './log/index.js';
 import { JetStreamLog } from './log/jetstream/jetstream-log.js';
 import { connectToNats } from './log/jetstream/nats-connection.js';
+import { StandbyTail } from './log/jetstream/standby-tail.js';
 import { WriterLease } from './log/jetstream/writer-lease.js';
+import type { BrokerState } from './projections/state.js';
 import type { Logger } from './logger.js';
 import type { Metrics } from './metrics.js';
 
@@ -23,6 +27,8 @@ export type ServedLog = SegmentedLog | JetStreamLog;
 
 export interface OpenedLog {
   readonly log: ServedLog;
+  /** What a warm standby built while it waited: the broker continues from there instead of replaying from the snapshot. */
+  readonly warm?: { readonly state: BrokerState; readonly snapshotLsn: number };
   /** Closes the log and gives back what it held (the data directory lock, or the writer lease and the connection). */
   close(): Promise<void>;
 }
@@ -75,6 +81,7 @@ export async function openJetStreamServedLog({ config, logger, onFailed }: Serve
   const logLogger = logger.child({ component: 'log' });
   const connection = await connectToNats(address, { credsFile: config.natsCredsFile, name: `cairn ${hostname()}:${process.pid}` });
   let lease: WriterLease | undefined;
+  let tail: StandbyTail | undefined;
   try {
     let log: JetStreamLog | undefined;
     let standbySince: number | undefined;
@@ -84,15 +91,21 @@ export async function openJetStreamServedLog({ config, logger, onFailed }: Serve
         if (standbySince !== undefined) return;
         standbySince = performance.now();
         logger.info({ stream: address.stream, heldBy, leaseTtlMs: config.leaseTtlMs }, 'standby: another node writes the log; waiting for its writer lease to expire');
+        tail = StandbyTail.start(connection, address.stream, logLogger);
       },
       onLost: (reason) => log?.fail(`this node no longer writes the log: ${reason}`, undefined, 'EDEPOSED'),
     });
     const opening = performance.now();
-    log = await JetStreamLog.open({ address, connection, fence: true, replicas: config.natsReplicas, logger: logLogger, onFailed });
-    logger.info({ stream: address.stream, nextLsn: log.nextLsn, readMs: Math.round(performance.now() - opening), standbyMs: standbySince === undefined ? 0 : Math.round(performance.now() - standbySince) }, 'took the writer lease: this node writes the log');
+    const warm = await tail?.stop();
+    log = await JetStreamLog.open({ address, connection, fence: true, replicas: config.natsReplicas, logger: logLogger, onFailed, ...(warm !== undefined ? { heldFrames: warm.frames } : {}) });
+    logger.info({
+      stream: address.stream, nextLsn: log.nextLsn, readMs: Math.round(performance.now() - opening), standbyMs: standbySince === undefined ? 0 : Math.round(performance.now() - standbySince),
+      warm: warm === undefined ? false : { appliedWhileWaiting: warm.applied, stateLsn: warm.state.lastLsn },
+    }, 'took the writer lease: this node writes the log');
     const [opened, held] = [log, lease];
     return {
       log: opened,
+      ...(warm !== undefined ? { warm: { state: warm.state, snapshotLsn: warm.snapshot?.lsn ?? 0 } } : {}),
       close: async () => {
         await opened.close();
         await held.release();
@@ -101,6 +114,7 @@ export async function openJetStreamServedLog({ config, logger, onFailed }: Serve
     };
   } catch (error) {
     lease?.stop();
+    await tail?.stop();
     await connection.close();
     throw error;
   }

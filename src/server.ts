@@ -89,6 +89,7 @@ export async function startCairn(config: ServeConfig, logger: Logger, internals:
     stop.closeLast(() => opened.close());
     const broker = Broker.open({
       log,
+      ...(opened.warm !== undefined ? { warm: opened.warm } : {}),
       logger: logger.child({ component: 'core' }),
       observer: metrics,
       ingestRoutes: config.ingestRoutes,

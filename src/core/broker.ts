@@ -59,6 +59,8 @@ export interface BrokerOptions {
   readonly logger?: Logger;
   /** Told about messages in and out and drops (metrics). */
   readonly observer?: BrokerObserver;
+  /** A state a warm standby built from the log while it waited (standby-tail.ts): replay continues after its last LSN. */
+  readonly warm?: { readonly state: BrokerState; readonly snapshotLsn: number };
 }
 
 export interface RecoveryReport {
@@ -133,8 +135,8 @@ export class Broker {
   static open(options: BrokerOptions): Broker {
     const logger = options.logger ?? silentLogger();
     const started = performance.now();
-    const snapshot = options.log.loadSnapshot?.();
-    const state = snapshot ? decodeState(decode(snapshot.data) as EncodedState) : initialState();
+    const snapshot = options.warm === undefined ? options.log.loadSnapshot?.() : undefined;
+    const state = options.warm?.state ?? (snapshot ? decodeState(decode(snapshot.data) as EncodedState) : initialState());
     let recordsReplayed = 0;
     for (const logRecord of options.log.read({ lsn: state.lastLsn + 1 })) {
       apply(state, logRecord);
@@ -144,7 +146,7 @@ export class Broker {
     const broker = new Broker(options.log, state, options, logger);
     broker.rebuildRuntime();
     broker.amqpCore.recovered();
-    broker.recovery = broker.report(snapshot?.lsn ?? 0, recordsReplayed, performance.now() - started);
+    broker.recovery = broker.report(options.warm?.snapshotLsn ?? snapshot?.lsn ?? 0, recordsReplayed, performance.now() - started);
     return broker;
   }
 

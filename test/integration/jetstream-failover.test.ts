@@ -4,7 +4,8 @@
  * lease and serves; the second waits as a standby (no listener open). MQTT
  * publishes get their PUBACKs and AMQP publishes their confirms from the
  * leader; the leader is killed with SIGKILL; the standby takes the lease once
- * its key expires, fences the stream, replays it and serves: every
+ * its key expires, fences the stream, replays what it has not followed yet
+ * (a warm standby follows the stream while it waits) and serves: every
  * acknowledged message is there, for the MQTT persistent session and the AMQP
  * durable queue. The takeover time (kill to the standby's ready line) is
  * printed. A leader paused (SIGSTOP) past its lease and resumed finds its
@@ -79,6 +80,12 @@ describe('failover on the JetStream log', () => {
     console.log(`takeover: ${Math.round(takeoverMs)} ms from SIGKILL of the leader to the standby's ready line (lease TTL ${leaseTtl})`);
     expect(takeoverMs).toBeLessThan(15_000);
     expect(standbyLines.some((line) => line.includes('took the writer lease'))).toBe(true);
+    // Warm: the standby followed the stream while it waited, so the takeover replays only the last few records.
+    const tookOver = standbyLines.flatMap((line) => { try { return [JSON.parse(line) as { msg?: string; warm?: { appliedWhileWaiting: number }; records?: number }]; } catch { return []; } })
+      .filter((entry) => entry.msg === 'took the writer lease: this node writes the log' || entry.msg?.startsWith('log replayed') === true);
+    const warm = tookOver.find((entry) => entry.warm !== undefined)?.warm;
+    expect(warm?.appliedWhileWaiting ?? 0).toBeGreaterThanOrEqual(mqttAcked.length + amqpConfirmed.length);
+    expect(tookOver.find((entry) => entry.records !== undefined)?.records).toBeLessThan(warm!.appliedWhileWaiting);
 
     const received: string[] = [];
     await connectPersistentSession(standby.mqttPort, 'reader', cleanups, received);

@@ -74,6 +74,8 @@ export interface JetStreamLogOptions {
   readonly onFailed?: (error: LogFailedError) => void;
   /** A connection to use (not closed by close()); otherwise the log opens its own. */
   readonly connection?: NatsConnection;
+  /** The frames a warm standby already read (standby-tail.ts): the read continues after them. */
+  readonly heldFrames?: HeldFrames;
 }
 
 export const publishTimeoutMsDefault = 10_000;
@@ -134,7 +136,7 @@ export class JetStreamLog {
       const replicas = options.replicas ?? 3;
       const state = await ensureStream(manager, address.stream, replicas);
       // An empty stream reports first_seq 0 (fresh) or last_seq + 1 (all purged): either way, nothing to read before last_seq + 1.
-      const frames = new HeldFrames(Math.max(1, state.messages === 0 ? state.last_seq + 1 : state.first_seq));
+      const frames = options.heldFrames ?? new HeldFrames(Math.max(1, state.messages === 0 ? state.last_seq + 1 : state.first_seq));
       await new StreamReader(js, address.stream, frames).readUntil(state.last_seq);
       const snapshots = await SnapshotBucket.open(connection, address.stream, replicas);
       const snapshot = await snapshots.load();

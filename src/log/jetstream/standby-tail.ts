@@ -1,0 +1,125 @@
+/**
+ * A warm standby (issue 17): while another node writes the log, a standby
+ * reads the stream as it grows and keeps its projection up to date, so that
+ * taking over costs the lease's expiry and the few records since the last
+ * read, not a read and a replay of everything since the snapshot.
+ *
+ * It holds what a writer would hold after reading the stream (HeldFrames from
+ * the stream's first sequence: queued messages are read back from there) and
+ * the state: the bucket's snapshot with every later record applied, by the
+ * same `apply` replay uses, so the state it hands over is the replayed state.
+ *
+ * Retention on the writer purges the front of the stream: every few seconds
+ * the tail forgets the frames below the stream's first sequence. If the read
+ * fell so far behind that records it has not applied yet were purged, those
+ * records are below the writer's newest snapshot: the tail starts over from
+ * that snapshot.
+ */
+import { decode } from '@msgpack/msgpack';
+import { jetstream, type ConsumerMessages, type JetStreamManager, jetstreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { Logger } from '../../logger.js';
+import { apply } from '../../projections/apply.js';
+import { decodeState, type EncodedState } from '../../projections/snapshot-codec.js';
+import { initialState, type BrokerState } from '../../projections/state.js';
+import { HeldFrames } from './held-frames.js';
+import { SnapshotBucket, type StoredSnapshot } from './snapshot-bucket.js';
+import { decodeHeldFrame, frameOfMessage } from './stream-reader.js';
+
+const trimEveryMs = 5_000;
+
+export interface WarmLog {
+  readonly frames: HeldFrames;
+  /** The bucket's snapshot the state was built on (undefined: none, the state was built from the stream's start). */
+  readonly snapshot: StoredSnapshot | undefined;
+  readonly state: BrokerState;
+  /** Records applied to the state while waiting. */
+  readonly applied: number;
+}
+
+export class StandbyTail {
+  private frames: HeldFrames | undefined;
+  private snapshot: StoredSnapshot | undefined;
+  private state: BrokerState = initialState();
+  private applied = 0;
+  private messages: ConsumerMessages | undefined;
+  private stopped = false;
+  private readonly done: Promise<void>;
+  private failure: unknown;
+
+  private constructor(private readonly connection: NatsConnection, private readonly stream: string, private readonly logger: Logger) {
+    this.done = this.run().catch((error: unknown) => {
+      // A tail that failed leaves a cold start: the writer's own read and replay, as without a tail.
+      this.failure = error;
+      this.logger.warn({ err: error, stream }, 'standby: stopped following the stream; taking over will read and replay it');
+    });
+  }
+
+  static start(connection: NatsConnection, stream: string, logger: Logger): StandbyTail {
+    return new StandbyTail(connection, stream, logger);
+  }
+
+  /** The last LSN the state includes (0 before the first read). */
+  get stateLsn(): number {
+    return this.state.lastLsn;
+  }
+
+  /** Stops following; what it built, or undefined when it failed (or had nothing yet). */
+  async stop(): Promise<WarmLog | undefined> {
+    this.stopped = true;
+    this.messages?.stop();
+    await this.done;
+    if (this.failure !== undefined || this.frames === undefined) return undefined;
+    return { frames: this.frames, snapshot: this.snapshot, state: this.state, applied: this.applied };
+  }
+
+  private async run(): Promise<void> {
+    const manager = await jetstreamManager(this.connection);
+    // The writer creates the stream right after taking the lease: a standby may look before it exists.
+    while (!this.stopped && !(await manager.streams.info(this.stream).then(() => true, () => false))) await new Promise((resolve) => setTimeout(resolve, 500));
+    const bucket = await SnapshotBucket.open(this.connection, this.stream, 1);
+    while (!this.stopped) {
+      const startOver = await this.follow(manager, bucket);
+      if (!startOver) return;
+    }
+  }
+
+  /** Loads the snapshot, then applies the stream from there on until stopped; true when it must start over. */
+  private async follow(manager: JetStreamManager, bucket: SnapshotBucket): Promise<boolean> {
+    const info = await manager.streams.info(this.stream);
+    this.snapshot = await bucket.load();
+    this.state = this.snapshot === undefined ? initialState() : decodeState(decode(this.snapshot.data) as EncodedState);
+    const first = Math.max(1, info.state.messages === 0 ? info.state.last_seq + 1 : info.state.first_seq);
+    const frames = new HeldFrames(first);
+    this.frames = frames;
+    this.applied = 0;
+    if (this.stopped) return false;
+    const consumer = await jetstream(this.connection).consumers.get(this.stream, { opt_start_seq: first });
+    this.messages = await consumer.consume({ max_messages: 1024 });
+    let trimmedAt = performance.now();
+    for await (const message of this.messages) {
+      if (message.seq < frames.nextLsn) continue;
+      if (message.seq > frames.nextLsn) {
+        // Purged before it was read: if the state still needed those records, start over from the newest snapshot.
+        if (frames.nextLsn > this.state.lastLsn) {
+          this.logger.info({ stream: this.stream, from: frames.nextLsn, to: message.seq - 1 }, 'standby: records purged before they were read; starting over from the newest snapshot');
+          this.messages.stop();
+          return true;
+        }
+        frames.skipTo(message.seq);
+      }
+      const frame = frameOfMessage(this.stream, message);
+      frames.push(message.seq, frame);
+      if (frame !== undefined && message.seq > this.state.lastLsn) {
+        apply(this.state, decodeHeldFrame(frame));
+        this.applied++;
+      }
+      if (performance.now() - trimmedAt > trimEveryMs) {
+        trimmedAt = performance.now();
+        const now = await manager.streams.info(this.stream);
+        frames.dropBelow(now.state.first_seq);
+      }
+    }
+    return false;
+  }
+}
