@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JetStreamLog } from '../../src/log/jetstream/jetstream-log.js';
 import { connectToNats } from '../../src/log/jetstream/nats-connection.js';
 import { StandbyTail } from '../../src/log/jetstream/standby-tail.js';
-import { silentLogger } from '../../src/logger.js';
+import { createLogger } from '../../src/logger.js';
 import { apply } from '../../src/projections/apply.js';
 import { decodeState, encodeState, type EncodedState } from '../../src/projections/snapshot-codec.js';
 import { initialState } from '../../src/projections/state.js';
@@ -36,11 +36,12 @@ describe('warm standby tail', () => {
     try {
       const harness = new BrokerHarness(log);
       for (const command of before) await harness.run(command);
-      const tail = StandbyTail.start(connection, address.stream, silentLogger());
+      const tail = StandbyTail.start(connection, address.stream, createLogger({ level: 'warn' }));
       for (const command of after) await harness.run(command);
       await harness.broker.flush();
       await log.sync();
-      await until(() => tail.stateLsn >= log.nextLsn - 1, `the tail at LSN ${log.nextLsn - 1} (it has ${tail.stateLsn})`, 30_000);
+      await until(() => tail.stateLsn >= log.nextLsn - 1, 'the tail at the log\'s last LSN', 30_000)
+        .catch((error: unknown) => { throw new Error(`${String(error)}: the log's next LSN is ${log.nextLsn}, the tail's state is at ${tail.stateLsn}`); });
       const warm = await tail.stop();
       expect(warm).toBeDefined();
 

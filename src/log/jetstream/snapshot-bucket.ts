@@ -11,6 +11,8 @@ import { LogError } from '../errors.js';
 import type { Lsn } from '../record.js';
 
 const objectName = 'snapshot';
+const loadAttemptMs = 5_000;
+const loadAttemptsMax = 6;
 
 export interface StoredSnapshot {
   readonly lsn: Lsn;
@@ -36,7 +38,25 @@ export class SnapshotBucket {
     return new SnapshotBucket(manager, name, replicas, store);
   }
 
+  /**
+   * The newest snapshot. A read that overlaps the writer replacing the object can wait for chunks the
+   * replacement purged and never end: each attempt is bounded, and the next one reads the new object.
+   */
   async load(): Promise<StoredSnapshot | undefined> {
+    for (let attempt = 1; ; attempt++) {
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<'timed out'>((resolve) => { timer = setTimeout(() => resolve('timed out'), loadAttemptMs); });
+      try {
+        const loaded = await Promise.race([this.loadOnce(), timedOut]);
+        if (loaded !== 'timed out') return loaded;
+      } finally {
+        clearTimeout(timer);
+      }
+      if (attempt >= loadAttemptsMax) throw new LogError('ESNAPSHOT', `the snapshot object of ${this.name} could not be read in ${loadAttemptsMax} attempts of ${loadAttemptMs} ms`);
+    }
+  }
+
+  private async loadOnce(): Promise<StoredSnapshot | undefined> {
     if (this.store === undefined) return undefined;
     const info = await this.store.info(objectName);
     if (info === null || info.deleted) return undefined;
