@@ -12,7 +12,9 @@
  *     prefetch 100), timed from the first publish to the last delivery;
  *   - end-to-end latency: 2,000 sequential publish → deliver round trips;
  *   - the retry-queue cycle (publish → reject → DLX → TTL → back;
- *     bench-retry-cycle.ts): 2,000 messages, 5 retries each.
+ *     bench-retry-cycle.ts): 2,000 messages, 5 retries each;
+ *   - transactional publish: 10,000 messages on a tx.select channel, a
+ *     tx.commit after every 100 (bench-amqp-transactions.ts).
  * Latency cases use TCP_NODELAY in the client (see latencySocket).
  * Every case first runs unmeasured (the same for both brokers); throughput
  * figures are the median of three measured runs, latency samples are taken
@@ -31,6 +33,7 @@ import { durableTargetRows, rawDiskOpeners, rawDiskRows, threadTimeRow } from '.
 import { timedCase, type TimedCase } from './bench-thread-times.js';
 import { maybeStartRabbit } from './rabbitmq-process.js';
 import { cyclesPerMessage, retryCycle, retryMessages } from './bench-retry-cycle.js';
+import { transactionalPublish } from './bench-amqp-transactions.js';
 import { interleavedCases, interleavedLatency, medianRuns, throughputRuns, timeRoundTrips, type LatencySummary, type RoundTripCase } from './bench-side-by-side.js';
 
 const body = Buffer.alloc(100, 0x62);
@@ -47,6 +50,8 @@ const latencySocket = { noDelay: true };
 // broker (and the amqplib client) is still warming up in its first thousand or so.
 const warmUpRoundTrips = 2000;
 const e2eCount = 10_000;
+const transactionalCount = 10_000;
+const transactionBatch = 100;
 const prefetch = 100;
 
 async function sendWithBackpressure(channel: ConfirmChannel, queue: string): Promise<void> {
@@ -177,6 +182,7 @@ interface AmqpResults {
   readonly endToEnd: { rate: number; received: number };
   readonly endToEndLatency: LatencySummary;
   readonly retryCycle: { rate: number; passes: number };
+  readonly transactional: number;
 }
 
 interface AmqpRun {
@@ -208,9 +214,10 @@ async function runCases(urls: readonly string[], cairnPid: number | undefined): 
   const endToEnd = await medianRuns('end-to-end throughput', urls, endToEndThroughput);
   const endToEndRoundTrips = await interleavedLatency('end-to-end latency', urls, latencyCount, openEndToEndLatency);
   const retry = await medianRuns('retry-queue cycle', urls, retryCycle);
+  const transactional = await medianRuns('transactional publish', urls, (url) => transactionalPublish(url, transactionalCount, transactionBatch, body));
   const results = urls.map((_, i) => ({
     pipelinedOne: pipelinedOne[i]!, pipelinedMany: pipelinedMany[i]!, transient: sequential[i]!, sequential: sequential[urls.length + i]!,
-    endToEnd: endToEnd[i]!, endToEndLatency: endToEndRoundTrips[i]!, retryCycle: retry[i]!,
+    endToEnd: endToEnd[i]!, endToEndLatency: endToEndRoundTrips[i]!, retryCycle: retry[i]!, transactional: transactional[i]!,
   }));
   return { raw: [rawOnCallingThread!, rawViaPool!], cairnThreads: cairnThreads as [TimedCase, TimedCase], results };
 }
@@ -267,6 +274,7 @@ export async function benchAmqp(): Promise<void> {
   const retryPasses = retryMessages * (cyclesPerMessage + 1);
   row(`retry-queue cycle, publish → reject → DLX → TTL → back (${retryMessages} x ${cyclesPerMessage} retries, passes/s, median of ${throughputRuns})`,
     (r) => r.retryCycle.rate, (r) => `${rate(r.retryCycle.rate)} (${r.retryCycle.passes}/${retryPasses})`);
+  row(`transactional publish, tx.commit every ${transactionBatch} (${transactionalCount}, median of ${throughputRuns})`, (r) => r.transactional, (r) => rate(r.transactional));
 
   console.log(`AMQP (amqplib), 100-byte bodies, durable queues, persistent messages; disk: ${benchBaseDir()}`);
   printTable(rows);

@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import type { BrokerState } from '../projections/state.js';
 import {
   BrokerError, type AmqpConsumer, type AmqpCore, type AmqpMessage, type AmqpPublishResult, type DeclareQueueResult, type Durable,
-  type ExchangeKind, type QueueDelivery,
+  type ExchangeKind, type QueueDelivery, type TransactionOperation,
 } from './api.js';
 import {
   bindingArgumentsOf, defaultExchange, exchangeDestination, ExchangeRuntime, queueDestination, supportedExchangeTypes, type Destination,
@@ -46,6 +46,7 @@ export interface AmqpCoreContext extends PublishContext {
 }
 
 const noSessions: ReadonlyMap<SessionRuntime, Qos> = new Map();
+const unrouted: AmqpPublishResult = { routed: false, durable: undefined, rejected: false };
 
 /** A queue's head, read but not taken. */
 interface Head {
@@ -237,13 +238,52 @@ export class AmqpCoreImpl implements AmqpCore {
     this.expiry.watch(queue);
   }
 
-  publish(message: AmqpMessage, options: { persistent: boolean; from: string }): AmqpPublishResult {
-    if (DirectReplies.isReply(message.exchange, message.routingKey)) return this.reply(message);
+  checkPublish(message: AmqpMessage): void {
+    this.publishingExchange(message);
+  }
+
+  commitTransaction(operations: readonly TransactionOperation[]): { durable: Durable; published: readonly AmqpPublishResult[] } {
+    const published: AmqpPublishResult[] = [];
+    const { committer } = this.context;
+    committer.beginGroup();
+    let durable: Durable;
+    try {
+      for (const operation of operations) {
+        if (operation.kind === 'settle') this.settle(operation.delivery, operation.outcome);
+        else if (this.wouldPublish(operation.message)) published.push(this.publish(operation.message, operation));
+        else published.push(unrouted);
+      }
+    } finally {
+      // Also after an unexpected error: the records already made are in the live state, so the group is closed with them.
+      durable = committer.endGroup();
+    }
+    return { durable, published };
+  }
+
+  /** Whether `publish` would accept the message now (it was checked when the client sent it; the exchange may have gone since). */
+  private wouldPublish(message: AmqpMessage): boolean {
+    try {
+      this.publishingExchange(message);
+      return true;
+    } catch (error) {
+      if (error instanceof BrokerError) return false;
+      throw error;
+    }
+  }
+
+  /** The exchange a publish goes to, and whether the message may go there: 404, 403 internal, 406 bad expiration. */
+  private publishingExchange(message: AmqpMessage): { exchange: ExchangeRuntime; expiring: boolean } {
     const exchange = this.context.exchanges.get(message.exchange);
     if (!exchange) throw new BrokerError(404, `NOT_FOUND - no exchange '${message.exchange}' in vhost '/'`);
     if (exchange.internal) throw new BrokerError(403, `ACCESS_REFUSED - cannot publish to internal exchange '${message.exchange}' in vhost '/'`);
     // Checked before routing: a bad expiration is a channel error, whatever the queues [RabbitMQ].
     const expiring = hasExpiration(message.properties) && expirationMsOf(message.properties) !== undefined;
+    return { exchange, expiring };
+  }
+
+  publish(message: AmqpMessage, options: { persistent: boolean; from: string }): AmqpPublishResult {
+    if (DirectReplies.isReply(message.exchange, message.routingKey)) return this.reply(message);
+    const { exchange, expiring } = this.publishingExchange(message);
     const routed = routeThroughExchanges(this.context.exchanges, exchange, message.routingKey, message.properties);
     const queues: QueueRuntime[] = [];
     for (const name of routed.queues) {

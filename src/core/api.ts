@@ -255,6 +255,11 @@ export interface AmqpPublishResult {
   readonly rejected: boolean;
 }
 
+/** One operation of a committed AMQP transaction, in the order the client sent it. */
+export type TransactionOperation =
+  | { readonly kind: 'publish'; readonly message: AmqpMessage; readonly persistent: boolean; readonly from: string }
+  | { readonly kind: 'settle'; readonly delivery: QueueDelivery; readonly outcome: 'ack' | 'reject' | 'requeue' };
+
 export interface AmqpCore {
   /**
    * Throws BrokerError: 404 passive and missing, 406 type/durability/internal/argument mismatch, 403 reserved `amq.`
@@ -279,6 +284,14 @@ export interface AmqpCore {
   unbindExchange(destination: string, source: string, routingKey: string, args?: FieldTable): Durable;
   /** Throws BrokerError 404 when the exchange does not exist, 403 when it is internal. `persistent` is delivery_mode=2. */
   publish(message: AmqpMessage, options: { persistent: boolean; from: string }): AmqpPublishResult;
+  /** The checks `publish` makes before routing (404 missing exchange, 403 internal, 406 bad expiration), without publishing: a transactional publish. */
+  checkPublish(message: AmqpMessage): void;
+  /**
+   * tx.commit: the operations, in order, as one atomic group in the log (transaction-groups.ts): after a crash
+   * all of it is there or none. `durable` resolves when the whole group is; `published` has one result per publish.
+   * A publish whose exchange is gone (or became internal) since it was checked is unroutable.
+   */
+  commitTransaction(operations: readonly TransactionOperation[]): { durable: Durable; published: readonly AmqpPublishResult[] };
   /** Throws 404 missing queue, 403 exclusive queue of another connection, 405 exclusive consumer conflict. */
   consume(queue: string, consumer: AmqpConsumer, options: { exclusive: boolean; owner: string }): void;
   /** Direct reply-to: a no-ack consumer of amq.rabbitmq.reply-to; returns the name its replies are published to. */

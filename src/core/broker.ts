@@ -23,7 +23,8 @@ import { decodeFieldTable } from '../protocols/amqp/codec/index.js';
 import { QueueRuntime } from './amqp-queue.js';
 import { MessageStore } from './message-store.js';
 import { relocationRecords, type Releasable } from './segment-release.js';
-import { Committer } from './committer.js';
+import { Committer, record } from './committer.js';
+import { GroupedReplay } from '../projections/transaction-groups.js';
 import type { IngestRoute } from './ingest.js';
 import { checkCoreLimits, defaultCoreLimits, type CoreLimits } from './limits.js';
 import { MqttCoreImpl } from './mqtt-core.js';
@@ -138,16 +139,28 @@ export class Broker {
     const snapshot = options.warm === undefined ? options.log.loadSnapshot?.() : undefined;
     const state = options.warm?.state ?? (snapshot ? decodeState(decode(snapshot.data) as EncodedState) : initialState());
     let recordsReplayed = 0;
+    const replay = new GroupedReplay(state);
     for (const logRecord of options.log.read({ lsn: state.lastLsn + 1 })) {
-      apply(state, logRecord);
+      replay.feed(logRecord);
       recordsReplayed++;
     }
     compactPayloads(state);
     const broker = new Broker(options.log, state, options, logger);
+    const torn = replay.torn;
+    if (torn !== undefined) broker.abortTornGroup(torn);
     broker.rebuildRuntime();
     broker.amqpCore.recovered();
     broker.recovery = broker.report(options.warm?.snapshotLsn ?? snapshot?.lsn ?? 0, recordsReplayed, performance.now() - started);
     return broker;
+  }
+
+  /**
+   * Replay ended inside a transaction group whose commit never reached the log (a crash cut it): its records were
+   * not applied. The abort record, before any other, closes the group for every later replay (transaction-groups.ts).
+   */
+  private abortTornGroup(torn: { readonly beginLsn: number; readonly records: number }): void {
+    this.logger.warn({ beginLsn: torn.beginLsn, records: torn.records }, 'a transaction cut short by a crash was not applied (no commit record): its records are ignored and an abort record closes it');
+    this.committer.commitQuietly([record('tx', { op: 'abort', begin: torn.beginLsn })]);
   }
 
   /** The runtime of a freshly replayed state: built-in exchanges, durable topology, offline persistent sessions. */

@@ -17,7 +17,16 @@
  * append). Any other commit, settled record or `settled()` appends the
  * waiting records first, so the log keeps the order in which records were
  * made, and a deliver or ack record always follows its msg record.
+ *
+ * `beginGroup` / `endGroup` make an atomic group of everything committed
+ * between them (an AMQP transaction, transaction-groups.ts): a tx begin record
+ * before the group's first record, every record made meanwhile appended at
+ * once (deferred commits too, and the acks and deliveries settled in the
+ * group), then a tx commit record. The caller runs the group in one
+ * synchronous stretch, so no other record comes between; snapshots wait for
+ * the group's end (a snapshot inside a group would hold half of it).
  */
+import { assert } from '../assert.js';
 import { apply } from '../projections/apply.js';
 import { RecordKind, type BodyOf, type BrokerRecord, type DestinationRef, type RecordKindName } from '../projections/records.js';
 import type { BrokerState } from '../projections/state.js';
@@ -50,6 +59,8 @@ export class Committer {
   private settleScheduled = false;
   private lastAppended: Promise<unknown> = Promise.resolve();
   private deferred: DeferredBatch | undefined = undefined;
+  /** Set between beginGroup and endGroup; `begun` once the group's begin record is written. */
+  private group: { begun: boolean } | undefined = undefined;
   recordsSinceSnapshot = 0;
   onCommitted: (() => void) | undefined = undefined;
 
@@ -71,7 +82,27 @@ export class Committer {
 
   /** The LSN the next committed record gets: deferred records go first, whatever the next commit is. */
   get nextLsn(): number {
-    return this.log.nextLsn + (this.deferred?.records.length ?? 0);
+    return this.log.nextLsn + (this.deferred?.records.length ?? 0) + (this.group?.begun === false ? 1 : 0);
+  }
+
+  /** Starts an atomic group (see the file's comment). Groups do not nest. */
+  beginGroup(): void {
+    assert(this.group === undefined, 'a transaction group began inside another');
+    this.flushSettled();
+    this.group = { begun: false };
+  }
+
+  /**
+   * Ends the group: its settled acks and deliveries, then the commit record. Resolves when the whole group is
+   * durable; undefined when the group made no record (nothing was written, not even its bounds).
+   */
+  endGroup(): Promise<void> | undefined {
+    const group = this.group;
+    assert(group !== undefined, 'endGroup without beginGroup');
+    this.flushSettled();
+    this.group = undefined;
+    if (!group.begun) return undefined;
+    return this.commit([record('tx', { op: 'commit' })]);
   }
 
   /** Append and apply; the promise resolves when the records are durable. */
@@ -94,6 +125,8 @@ export class Committer {
    */
   commitDeferred(records: readonly PendingRecord[]): Promise<void> {
     if (this.log.failed) return Promise.reject(this.failedError());
+    // Inside a group nothing may wait past the commit record.
+    if (this.group !== undefined) return this.commit(records);
     let batch = this.deferred;
     if (batch === undefined) {
       batch = new DeferredBatch();
@@ -119,7 +152,13 @@ export class Committer {
   }
 
   /** The log assigns the LSNs synchronously, in call order; apply runs right after under the same LSNs. */
-  private appendAndApply(records: readonly PendingRecord[], lazy = false): Promise<unknown> {
+  private appendAndApply(groupRecords: readonly PendingRecord[], lazy = false): Promise<unknown> {
+    let records = groupRecords;
+    // The group's first record brings the begin record with it.
+    if (this.group?.begun === false) {
+      this.group.begun = true;
+      records = [record('tx', { op: 'begin' }), ...groupRecords];
+    }
     const timestamp = this.clock();
     const firstLsn = this.log.nextLsn;
     // One object per record serves both the append (kind, timestamp, body) and apply (plus its LSN).
@@ -132,7 +171,8 @@ export class Committer {
     for (let i = 0; i < stamped.length; i++) apply(this.state, stamped[i]!);
     this.recordsSinceSnapshot += stamped.length;
     this.lastAppended = appended;
-    this.onCommitted?.();
+    // Snapshots (Broker.maybeSnapshot) only between groups.
+    if (this.group === undefined) this.onCommitted?.();
     return appended;
   }
 

@@ -91,6 +91,7 @@ export function summarize(kind: number, body: unknown): string {
     case 'exchange': { const s = b as unknown as BodyOf['exchange']; return `exchange=${s.n} ${s.op}${s.type ? ` type=${s.type}` : ''}${s.autoDelete ? ' auto-delete' : ''}`; }
     case 'queue': { const s = b as unknown as BodyOf['queue']; return `queue=${s.n} ${s.op}${s.autoDelete ? ' auto-delete' : ''}`; }
     case 'bind': { const s = b as unknown as BodyOf['bind']; return `${s.op} exchange=${s.x || '(default)'} ${s.e === undefined ? `queue=${s.q ?? ''}` : `to-exchange=${s.e}`} key=${s.k}${s.a === undefined ? '' : ` arguments=${s.a.byteLength}B`}`; }
+    case 'tx': { const s = b as unknown as BodyOf['tx']; return s.op === 'abort' ? `transaction abort: the group begun at LSN ${String(s.begin)} was cut short by a crash and is not applied` : `transaction ${s.op}`; }
     case 'doc': { const s = b as unknown as BodyOf['doc']; return `collection=${s.col} id=${s.id} ${JSON.stringify(s.doc).slice(0, 60)}`; }
     default: return JSON.stringify(toJsonValue(body)).slice(0, 120);
   }

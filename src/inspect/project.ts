@@ -6,7 +6,7 @@
  */
 import { decode } from '@msgpack/msgpack';
 import { readSnapshotFile } from '../log/snapshot.js';
-import { apply } from '../projections/apply.js';
+import { GroupedReplay } from '../projections/transaction-groups.js';
 import { decodeState, type EncodedState } from '../projections/snapshot-codec.js';
 import { initialState, type BrokerState } from '../projections/state.js';
 import { UsageError, type PointInLog } from './args.js';
@@ -56,10 +56,12 @@ export function projectState(source: LogSource, lsn: number, io: InspectIo): Pro
   let recordsReplayed = 0;
   if (lsn > base.snapshotLsn) {
     const progress = new Progress(io, 'replay', lsn - base.snapshotLsn);
+    // A transaction not committed by the target LSN is not in the state, as after a crash there.
+    const replay = new GroupedReplay(state);
     try {
       for (const record of source.reader.read({ lsn: base.snapshotLsn + 1 })) {
         progress.tick();
-        apply(state, record);
+        replay.feed(record);
         recordsReplayed++;
         // Stop at the target without reading on: the records after it may be damaged or missing.
         if (record.lsn >= lsn) break;

@@ -12,7 +12,11 @@
  * still open at the end of the log is pending. A msg record that
  * dead-letters an open pair (its `d`) ends that pair, and the copy's
  * destinations join the same trace: published → delivered → dead-lettered to
- * X → consumed reads as one story.
+ * X → consumed reads as one story. A record inside an AMQP transaction's group
+ * (tx begin … commit, transaction-groups.ts) counts when the commit is read:
+ * each pair it touched gets a step naming the transaction; a group an abort
+ * record closes (a crash cut it) never happened, and the pairs it opened end
+ * as discarded.
  */
 import { topicMatchesFilter, validateTopicFilter } from '../core/topic-filter.js';
 import { kindName, type BodyOf, type MsgBody } from '../projections/records.js';
@@ -147,6 +151,8 @@ export class MessageTracer {
   private readonly byDestination = new Map<string, Set<string>>();
   /** The trace each open pair belongs to (a dead-lettered copy joins its original's). */
   private readonly traceOf = new Map<string, MessageTrace>();
+  /** The transaction group being read: its begin LSN and the pairs its records touched. */
+  private group: { readonly begin: number; readonly touched: Set<DestinationTrace> } | undefined = undefined;
 
   constructor(private readonly selector: Selector, private readonly limit: number) {
     this.start = selector.by === 'lsn' ? { lsn: selector.lsn } : selector.by === 'topic' && selector.since !== undefined ? { time: selector.since } : {};
@@ -157,6 +163,10 @@ export class MessageTracer {
     const { open, byDestination, selector, traces, limit } = this;
     const kind = kindName(record.kind);
     const step = (what: string): Step => ({ lsn: record.lsn, timestamp: record.timestamp, what });
+    if (kind === 'tx') {
+      this.endOrBeginGroup(record.body as BodyOf['tx'], step);
+      return true;
+    }
     // A copy written so that an old segment could go (core/segment-release.ts): a step of the message it copies,
     // or, when that record is gone (retention removed it), where the trace starts.
     if (kind === 'msg' && (record.body as MsgBody).movedFrom !== undefined && this.isMoveOfOpen(record.body as MsgBody)) {
@@ -180,12 +190,33 @@ export class MessageTracer {
     return !(open.size === 0 && (traces.length >= limit || selector.by === 'lsn'));
   }
 
+  /** A tx record: the group before it ends (committed, or cut short by a crash), and a begin opens the next. */
+  private endOrBeginGroup(body: BodyOf['tx'], step: (what: string) => Step): void {
+    const group = this.group;
+    this.group = undefined;
+    if (group !== undefined) {
+      const committed = body.op === 'commit';
+      for (const d of group.touched) {
+        if (committed) {
+          d.steps.push(step(`in a transaction begun at LSN ${group.begin}, committed at LSN ${step('').lsn}`));
+        } else if (d.status === 'pending' && d.steps.length === 0) {
+          // Published in the torn group: the message never existed for the broker.
+          this.close(`${d.destination}#${d.seq}`, d, 'discarded', step(`discarded: the transaction begun at LSN ${group.begin} was cut short by a crash and never committed`));
+        } else {
+          d.steps.push(step(`the transaction begun at LSN ${group.begin} was cut short by a crash: its steps above did not happen`));
+        }
+      }
+    }
+    if (body.op === 'begin') this.group = { begin: step('').lsn, touched: new Set() };
+  }
+
   private isMoveOfOpen(body: MsgBody): boolean {
     return destinationsOf(body).some(([destination, seq]) => this.open.has(`${destination}#${seq}`));
   }
 
   private follow(trace: MessageTrace, destinations: readonly DestinationTrace[]): void {
     for (const d of destinations) {
+      this.group?.touched.add(d);
       trace.destinations.push(d);
       const key = `${d.destination}#${d.seq}`;
       this.open.set(key, d);
@@ -197,6 +228,7 @@ export class MessageTracer {
   }
 
   private readonly close = (key: string, trace: DestinationTrace, status: DestinationTrace['status'], step: Step): void => {
+    this.group?.touched.add(trace);
     trace.steps.push(step);
     trace.status = status;
     this.open.delete(key);

@@ -51,6 +51,8 @@ function applyBody(state: BrokerState, record: BrokerRecord): void {
     case RecordKind.queue: return applyQueue(state, body as BodyOf['queue']);
     case RecordKind.bind: return applyBind(state, body as BodyOf['bind']);
     case RecordKind.doc: return applyDoc(state, body as BodyOf['doc'], record.lsn);
+    // Group bounds: what they mean for replay is transaction-groups.ts's; the state does not change.
+    case RecordKind.tx: return;
     default: throw new Error(`unknown record kind ${record.kind} at LSN ${record.lsn}: written by a newer Cairn?`);
   }
 }

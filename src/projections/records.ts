@@ -45,6 +45,8 @@ export const RecordKind = {
   doc: 13,
   /** A persistent message handed to a consumer or subscriber (not awaited: it gives trace and the redelivered flag). */
   deliver: 14,
+  /** The bounds of an AMQP transaction's group of records: begin, commit, or abort of a group a crash tore (transaction-groups.ts). */
+  tx: 15,
 } as const;
 
 export type RecordKindName = keyof typeof RecordKind;
@@ -250,6 +252,12 @@ export interface BindBody {
   readonly k: string;
   readonly a?: Uint8Array;
 }
+/**
+ * An AMQP transaction's records are one group: `begin`, the records, `commit`, contiguous. Replay applies the
+ * records at the commit, so a group a crash cut short is not applied; start-up then writes `abort` (with the
+ * torn group's begin LSN) before anything else (transaction-groups.ts).
+ */
+export interface TxBody { readonly op: 'begin' | 'commit' | 'abort'; readonly begin?: number }
 export interface DocBody { readonly col: string; readonly id: number; readonly doc: Readonly<Record<string, unknown>> }
 
 export interface BodyOf {
@@ -267,6 +275,7 @@ export interface BodyOf {
   bind: BindBody;
   doc: DocBody;
   deliver: DeliverBody;
+  tx: TxBody;
 }
 
 /** A record as projections see it, live or replayed. */

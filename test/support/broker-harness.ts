@@ -8,9 +8,9 @@
 import { decode } from '@msgpack/msgpack';
 import fc from 'fast-check';
 import { Broker, type BrokerLog } from '../../src/core/broker.js';
-import type { MqttSessionHandle, QueueDelivery } from '../../src/core/api.js';
+import type { MqttSessionHandle, QueueDelivery, TransactionOperation } from '../../src/core/api.js';
 import type { CoreLimits } from '../../src/core/limits.js';
-import { apply } from '../../src/projections/apply.js';
+import { replayGrouped } from '../../src/projections/transaction-groups.js';
 import { decodeState, encodeState, type EncodedState } from '../../src/projections/snapshot-codec.js';
 import { initialState } from '../../src/projections/state.js';
 import { encodeProperties, type FieldTable } from '../../src/protocols/amqp/codec/index.js';
@@ -86,6 +86,10 @@ const subscriptionOptions = fc.option(
   ),
   { nil: undefined },
 );
+const transactionOperation = fc.oneof(
+  fc.record({ op: fc.constant('publish' as const), q: fc.constantFrom(...queues), p: payload, persistent: fc.boolean() }),
+  fc.record({ op: fc.constant('settle' as const), n: fc.nat(5), outcome: fc.constantFrom<'ack' | 'reject' | 'requeue'>('ack', 'reject', 'requeue') }),
+);
 export const brokerCommand = fc.oneof(
   fc.record({ t: fc.constant('connect' as const), c: fc.constantFrom(...clients), clean: fc.boolean() }),
   // MQTT 5: Clean Start and a session expiry (0 ends at detach; 60 s gives an `offline` record).
@@ -104,6 +108,8 @@ export const brokerCommand = fc.oneof(
   fc.record({ t: fc.constant('bindExchange' as const), d: fc.constantFrom('ex0', 'ex1', 'amq.fanout'), x: fc.constantFrom('amq.topic', 'amq.direct', 'ex0', 'ex1'), k: fc.constantFrom(...keys), unbind: fc.boolean(), a: bindingArguments }),
   fc.record({ t: fc.constant('amqpPublish' as const), x: fc.constantFrom(...exchanges), k: fc.constantFrom(...keys), p: payload, persistent: fc.boolean(), expiration: fc.option(fc.constantFrom('0', '20', '100')), headers: messageHeaders }),
   fc.record({ t: fc.constant('consume' as const), q: fc.constantFrom(...queues), prefetch: fc.nat(3), noAck: fc.boolean() }),
+  // An AMQP transaction: publishes and settlements committed as one group of records.
+  fc.record({ t: fc.constant('tx' as const), ops: fc.array(transactionOperation, { minLength: 1, maxLength: 5 }) }),
   fc.record({ t: fc.constant('settle' as const), n: fc.nat(5), outcome: fc.constantFrom('ack', 'reject', 'requeue') }),
   fc.record({ t: fc.constant('get' as const), q: fc.constantFrom(...queues) }),
   fc.record({ t: fc.constant('snapshot' as const) }),
@@ -195,6 +201,7 @@ export class BrokerHarness {
         }
         case 'consume': { const consumer = new HoldingConsumer(`t${this.consumerCount++}`, c.noAck, c.prefetch); amqp.consume(c.q, consumer, { exclusive: false, owner: 'o' }); this.consumers.push(consumer); break; }
         case 'settle': this.settle(c.n, c.outcome); break;
+        case 'tx': await this.transaction(c.ops); break;
         case 'get': { const { delivery } = amqp.get(c.q, { noAck: false, owner: 'o' }); if (delivery) this.gotten.push(delivery); break; }
         case 'snapshot': await this.broker.snapshot(); break;
         case 'tick': this.clock.advance(c.ms); break;
@@ -224,17 +231,40 @@ export class BrokerHarness {
   }
 
   private settle(n: number, outcome: 'ack' | 'reject' | 'requeue'): void {
+    const picked = this.takeHeld(n);
+    if (!picked) return;
+    this.broker.amqp.settle(picked, outcome);
+    this.broker.amqp.dispatch(picked.queue);
+  }
+
+  /** One of the deliveries consumers and basic.get hold, no longer held. */
+  private takeHeld(n: number): QueueDelivery | undefined {
     const held = [...this.consumers.flatMap((c) => c.held.map((d) => ({ d, from: c.held }))), ...this.gotten.map((d) => ({ d, from: this.gotten }))];
     const pick = held[n % Math.max(1, held.length)];
-    if (!pick) return;
+    if (!pick) return undefined;
     pick.from.splice(pick.from.indexOf(pick.d), 1);
-    this.broker.amqp.settle(pick.d, outcome);
-    for (const consumer of this.consumers) this.broker.amqp.dispatch(pick.d.queue);
+    return pick.d;
+  }
+
+  private async transaction(ops: ReadonlyArray<{ op: 'publish'; q: string; p: Uint8Array; persistent: boolean } | { op: 'settle'; n: number; outcome: 'ack' | 'reject' | 'requeue' }>): Promise<void> {
+    const operations: TransactionOperation[] = [];
+    for (const o of ops) {
+      if (o.op === 'publish') {
+        const message = { exchange: '', routingKey: o.q, body: o.p, properties: encodeProperties({ deliveryMode: o.persistent ? 2 : 1 }) };
+        operations.push({ kind: 'publish', message, persistent: o.persistent, from: 'tx' });
+        continue;
+      }
+      const delivery = this.takeHeld(o.n);
+      if (delivery) operations.push({ kind: 'settle', delivery, outcome: o.outcome });
+    }
+    const { durable } = this.broker.amqp.commitTransaction(operations);
+    for (const queue of queues) this.broker.amqp.dispatch(queue);
+    await durable;
   }
 
   replayed(): EncodedState {
     const state = initialState();
-    for (const r of this.log.read()) apply(state, r);
+    replayGrouped(state, this.log.read());
     return encodeState(state);
   }
 
@@ -242,7 +272,7 @@ export class BrokerHarness {
     const snapshot = this.log.loadSnapshot?.();
     if (!snapshot) return undefined;
     const state = decodeState(decode(snapshot.data) as EncodedState);
-    for (const r of this.log.read({ lsn: snapshot.lsn + 1 })) apply(state, r);
+    replayGrouped(state, this.log.read({ lsn: snapshot.lsn + 1 }));
     return encodeState(state);
   }
 }

@@ -276,13 +276,15 @@ describe('AMQP malformed and misplaced input', () => {
 });
 
 describe('AMQP channel errors and unsupported methods', () => {
-  it('tx.select is refused with channel.close 540 naming what to use; frames are ignored until close-ok; the number is reusable', async () => {
+  it('tx.select on a channel in confirm mode is refused with channel.close 406; frames are ignored until close-ok; the number is reusable', async () => {
     const { server } = await start();
     const raw = await openClient(server);
+    raw.send(1, { name: 'confirm.select', noWait: false });
+    await raw.expect('confirm.select-ok');
     raw.send(1, { name: 'tx.select' });
     const close = await raw.expect('channel.close');
-    expect([close.channel, close.replyCode, close.failedClassId, close.failedMethodId]).toEqual([1, 540, CLASS_ID.TX, 10]);
-    expect(close.replyText).toMatch(/NOT_IMPLEMENTED - tx.select.*confirm.select/);
+    expect([close.channel, close.replyCode, close.failedClassId, close.failedMethodId]).toEqual([1, 406, CLASS_ID.TX, 10]);
+    expect(close.replyText).toMatch(/PRECONDITION_FAILED - cannot switch from confirm to tx mode/);
     // Spec 2.2.4: until close-ok, everything else on the channel is discarded.
     raw.send(1, { name: 'basic.qos', prefetchSize: 0, prefetchCount: 1, global: false });
     raw.sendMessage(1, { name: 'basic.publish', exchange: 'missing', routingKey: 'k', mandatory: false, immediate: false }, Buffer.from('x'));

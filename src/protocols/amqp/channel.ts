@@ -26,7 +26,7 @@
  */
 import type { Logger } from 'pino';
 import { AssertionError, assert } from '../../assert.js';
-import type { AmqpCore, Durable, QueueDelivery } from '../../core/api.js';
+import type { AmqpCore, Durable, QueueDelivery, TransactionOperation } from '../../core/api.js';
 import {
   AmqpCodecError, CLASS_ID, decodeMethod, FRAME_TYPE, METHOD_ID, REPLY_CODE,
   type AmqpMethod, type AmqpMethodInput, type ContentMethodInput, type Frame,
@@ -40,6 +40,7 @@ import { AmqpChannelError, AmqpConnectionError, AmqpLogFailedError, type WireErr
 import type { AmqpLimits } from './limits.js';
 import { OrderedReplies } from './ordered-replies.js';
 import { PublisherConfirms } from './publisher-confirms.js';
+import { ChannelTransaction } from './transaction.js';
 
 /** What a channel needs from its connection. */
 export interface ChannelHost {
@@ -81,6 +82,8 @@ export class AmqpChannel implements ConsumerChannel {
   private nextDeliveryTag = 1;
   private consumerUnacked = 0;
   private confirmsValue: PublisherConfirms | undefined;
+  /** Set by tx.select: publishes and settlements wait for tx.commit (transaction.ts). */
+  private transactionValue: ChannelTransaction | undefined;
   readonly replies: OrderedReplies;
   readonly assembler: ContentAssembler;
   /** basic.qos global=false: the prefetch of consumers created from now on (0: unlimited). */
@@ -114,6 +117,10 @@ export class AmqpChannel implements ConsumerChannel {
 
   get confirms(): PublisherConfirms | undefined {
     return this.confirmsValue;
+  }
+
+  get transaction(): ChannelTransaction | undefined {
+    return this.transactionValue;
   }
 
   describe(): ChannelDescription {
@@ -180,6 +187,8 @@ export class AmqpChannel implements ConsumerChannel {
   receiveSettlement(frame: Frame): void {
     if (frame.type !== FRAME_TYPE.METHOD || frame.payload.length < 4 || frame.payload.readUInt16BE(0) !== CLASS_ID.BASIC) return;
     if (!settlementMethodIds.has(frame.payload.readUInt16BE(2))) return;
+    // On a transactional channel a settlement waits for a commit that can no longer come: its delivery is requeued.
+    if (this.transactionValue !== undefined) return;
     let method: AmqpMethod;
     try {
       method = decodeMethod(frame.payload);
@@ -221,6 +230,52 @@ export class AmqpChannel implements ConsumerChannel {
     if (name !== '') return name;
     if (this.lastQueueName === undefined) throw new AmqpChannelError(REPLY_CODE.NOT_FOUND, 'no previously declared queue');
     return this.lastQueueName;
+  }
+
+  enableTransactions(): void {
+    this.transactionValue ??= new ChannelTransaction();
+  }
+
+  /**
+   * tx.commit: the buffered operations go to the core in order as one atomic group; unroutable mandatory
+   * publishes are returned (before commit-ok, which waits for the returned Durable). 406 when not transactional.
+   */
+  commitTransaction(): Durable {
+    const transaction = this.requireTransaction();
+    const operations: TransactionOperation[] = [];
+    const buffered = transaction.take();
+    for (const operation of buffered) {
+      if (operation.kind === 'publish') {
+        operations.push({ kind: 'publish', message: operation.message, persistent: operation.persistent, from: this.host.owner });
+        continue;
+      }
+      for (const tag of operation.deliveryTags) {
+        const taken = this.take(tag, false);
+        assert(taken !== undefined && taken.length === 1, `a delivery tag settled in a transaction (${tag}) left the channel before the commit`);
+        this.release(taken[0]!);
+        operations.push({ kind: 'settle', delivery: taken[0]!.delivery, outcome: operation.outcome });
+      }
+    }
+    const { durable, published } = this.core.commitTransaction(operations);
+    let index = 0;
+    for (const operation of buffered) {
+      if (operation.kind !== 'publish') continue;
+      const result = published[index++]!;
+      const { message } = operation;
+      if (!result.routed && operation.mandatory) this.returnMessage(REPLY_CODE.NO_ROUTE, 'NO_ROUTE', message.exchange, message.routingKey, message.properties, message.body);
+    }
+    this.dispatchConsumers();
+    return durable;
+  }
+
+  /** tx.rollback: the buffer is discarded; deliveries it would have settled stay unacknowledged. */
+  rollbackTransaction(): void {
+    this.requireTransaction().take();
+  }
+
+  private requireTransaction(): ChannelTransaction {
+    if (this.transactionValue === undefined) throw new AmqpChannelError(REPLY_CODE.PRECONDITION_FAILED, 'channel is not transactional');
+    return this.transactionValue;
   }
 
   enableConfirms(): void {
@@ -343,9 +398,24 @@ export class AmqpChannel implements ConsumerChannel {
    * tag is 406 PRECONDITION_FAILED, as RabbitMQ answers.
    */
   settle(deliveryTag: number, multiple: boolean, outcome: SettleOutcome): void {
+    if (this.transactionValue !== undefined) return this.settleInTransaction(this.transactionValue, deliveryTag, multiple, outcome);
     const taken = this.take(deliveryTag, multiple);
     if (taken === undefined) throw new AmqpChannelError(REPLY_CODE.PRECONDITION_FAILED, `unknown delivery tag ${deliveryTag}`);
     this.settleTaken(taken, outcome);
+  }
+
+  /** On a transactional channel a settlement names its tags now and takes effect at the commit (transaction.ts). */
+  private settleInTransaction(transaction: ChannelTransaction, deliveryTag: number, multiple: boolean, outcome: SettleOutcome): void {
+    const pending = (tag: number): boolean => this.unacked.has(tag) && !transaction.settledTags.has(tag);
+    let tags: number[];
+    if (multiple) {
+      tags = [...this.unacked.keys()].filter((tag) => (deliveryTag === 0 || tag <= deliveryTag) && pending(tag));
+      if (deliveryTag !== 0 && !pending(deliveryTag)) tags = [];
+    } else {
+      tags = pending(deliveryTag) ? [deliveryTag] : [];
+    }
+    if (tags.length === 0 && !(multiple && deliveryTag === 0)) throw new AmqpChannelError(REPLY_CODE.PRECONDITION_FAILED, `unknown delivery tag ${deliveryTag}`);
+    transaction.settle(tags, outcome);
   }
 
   /** Remove the deliveries a settlement names from `unacked`; undefined for an unknown tag. */
@@ -446,6 +516,8 @@ export class AmqpChannel implements ConsumerChannel {
     if (this.stopped) return;
     this.stopped = true;
     this.confirmsValue?.close();
+    // An uncommitted transaction ends with its channel: its publishes never happen, its deliveries are requeued.
+    this.transactionValue?.take();
     this.replies.close();
     this.assembler.reset();
     const consumers = [...this.consumers.values()];

@@ -19,7 +19,7 @@ import { handleChannelClose, handleChannelCloseOk, handleChannelFlow, handleChan
 import { handleConfirmSelect } from './handlers/confirm.js';
 import { handleExchangeBind, handleExchangeDeclare, handleExchangeDelete, handleExchangeUnbind } from './handlers/exchange.js';
 import { handleQueueBind, handleQueueDeclare, handleQueueDelete, handleQueuePurge, handleQueueUnbind } from './handlers/queue.js';
-import { handleTransaction } from './handlers/unsupported.js';
+import { handleTxCommit, handleTxRollback, handleTxSelect } from './handlers/transaction.js';
 import { checkPermissions } from './permission-check.js';
 
 export { publishAssembled } from './handlers/basic-publish.js';
@@ -52,9 +52,9 @@ const channelMethodHandlers: ChannelMethodHandlers = {
   'basic.recover': handleBasicRecover,
   'basic.recover-async': handleBasicRecoverAsync,
   'confirm.select': handleConfirmSelect,
-  'tx.select': handleTransaction,
-  'tx.commit': handleTransaction,
-  'tx.rollback': handleTransaction,
+  'tx.select': handleTxSelect,
+  'tx.commit': handleTxCommit,
+  'tx.rollback': handleTxRollback,
 };
 
 export function dispatchChannelMethod(channel: AmqpChannel, method: AmqpMethod): void {

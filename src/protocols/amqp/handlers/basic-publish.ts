@@ -25,6 +25,14 @@ export function handleBasicPublish(channel: AmqpChannel, method: AmqpMethodNamed
 export function publishAssembled(channel: AmqpChannel, message: AssembledMessage): void {
   const { method, body } = message;
   const properties = withDirectReplyTo(message.properties, channel.replyQueueName);
+  const transaction = channel.transaction;
+  if (transaction !== undefined) {
+    // Checked now (404, 403 internal, 406 expiration), routed at tx.commit (transaction.ts).
+    const buffered = { exchange: method.exchange, routingKey: method.routingKey, body, properties };
+    channel.core.checkPublish(buffered);
+    transaction.publish(buffered, deliveryModeOf(properties) === DELIVERY_MODE.PERSISTENT, method.mandatory);
+    return;
+  }
   const result = channel.core.publish(
     { exchange: method.exchange, routingKey: method.routingKey, body, properties },
     { persistent: deliveryModeOf(properties) === DELIVERY_MODE.PERSISTENT, from: channel.host.owner },
