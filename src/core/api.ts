@@ -107,6 +107,10 @@ export interface MqttPublishResult {
   readonly durable: Durable;
   /** QoS 2 resend of a packet id whose PUBREL has not arrived: not routed again, just PUBREC again [MQTT-4.3.3-2]. */
   readonly duplicate: boolean;
+  /** Nothing took the message: no subscriber, shared group, queue or ingest route matched (MQTT 5 may say 0x10). */
+  readonly noSubscribers?: true;
+  /** A full reject-publish queue bound to amq.topic refused the message (the others took it; MQTT 5 may say 0x97). */
+  readonly quotaExceeded?: true;
 }
 
 export interface MqttSubscribeResult {
@@ -153,6 +157,8 @@ export interface MqttSessionHandle {
   /** Whether this session holds a subscription to exactly this filter (MQTT 5's UNSUBACK says so). */
   subscribed(filter: string): boolean;
   publish(publish: MqttIncomingPublish): MqttPublishResult;
+  /** Whether an inbound QoS 2 packet id awaits its PUBREL (MQTT 5 answers a PUBREL for another with PUBCOMP 0x92). */
+  awaitsRelease(packetId: number): boolean;
   /** Inbound QoS 2 PUBREL: forget the packet id; send PUBCOMP after this. */
   pubrel(packetId: number): Durable;
   /** Outbound QoS 1 acknowledged by the client. */

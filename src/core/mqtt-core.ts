@@ -53,7 +53,7 @@ export class MqttCoreImpl implements MqttCore {
   constructor(private readonly context: MqttCoreContext) {
     this.expiry = new SessionExpiry(
       context.committer, context.sessions, context.clock, context.timers, (session) => this.discard(session),
-      (clientId, will, then) => mqttPublish(context, clientId, undefined, will, then),
+      (clientId, will, then) => mqttPublish(context, clientId, undefined, will, then).durable,
     );
   }
 
@@ -268,9 +268,13 @@ class SessionHandle implements MqttSessionHandle {
       if (!this.session.persistent) this.session.state.rx2.add(packetId);
     }
     const rx2 = incoming.qos === 2 && packetId !== undefined && this.session.persistent ? { c: this.session.clientId, id: packetId } : undefined;
-    const durable = mqttPublish(this.context, this.session.clientId, rx2, incoming);
+    const { durable, matched, refused } = mqttPublish(this.context, this.session.clientId, rx2, incoming);
     if (incoming.qos === 2 && packetId !== undefined) this.session.rx2Durable.set(packetId, durable);
-    return { durable, duplicate: false };
+    return { durable, duplicate: false, ...(matched ? {} : { noSubscribers: true as const }), ...(refused ? { quotaExceeded: true as const } : {}) };
+  }
+
+  awaitsRelease(packetId: number): boolean {
+    return this.live && this.session.state.rx2.has(packetId);
   }
 
   pubrel(packetId: number): Durable {
@@ -307,7 +311,7 @@ class SessionHandle implements MqttSessionHandle {
       this.context.shared.leaveAll(session);
       this.context.sessions.delete(session.clientId);
       // The session ends with its connection: a will goes now, whatever its delay [MQTT-3.1.3-9].
-      return will === undefined ? undefined : mqttPublish(this.context, session.clientId, undefined, will);
+      return will === undefined ? undefined : mqttPublish(this.context, session.clientId, undefined, will).durable;
     }
     return this.expiry.left(session, sessionExpiryInterval ?? session.state.expiryInterval, will);
   }
@@ -325,10 +329,12 @@ function wantsRetained(retainHandling: 0 | 1 | 2 | undefined, existed: boolean):
 /**
  * Route an MQTT publish: MQTT subscribers, amq.topic (bridge), ingest routes, the retained store.
  * `session`: a session record that goes in the same commit, after the message (a delayed will published).
+ * `matched`: some destination took it (the retained store is not one); `refused`: a full
+ * reject-publish queue bound to amq.topic did not.
  */
 function mqttPublish(
   context: MqttCoreContext, from: string, rx2: { c: string; id: number } | undefined, incoming: Omit<MqttIncomingPublish, 'packetId'>, session?: SessionBody,
-): Durable {
+): { durable: Durable; matched: boolean; refused: boolean } {
   const { topic, payload, qos } = incoming;
   const mqttProperties = storedPropertiesOf(incoming.properties, context.clock());
   context.observer.messageIn('mqtt');
@@ -337,24 +343,29 @@ function mqttPublish(
     if (!ingestMatches(route, topic)) continue;
     docs.push({ col: route.collection, id: context.nextDocumentId(route.collection), doc: documentOf(payload, topic, context.clock()) });
   }
-  // A full reject-publish queue refuses it; MQTT 3.1.1 has no way to tell the publisher.
-  const queues = queuesAccepting(context.bridgeQueues(swapSeparators(topic)), payload.byteLength);
+  // The publisher's own No Local subscriptions do not match [MQTT-3.8.3-3].
+  const sessions = context.subscriptions.match(topic, context.sessions.get(from));
+  const groups = context.shared.match(topic);
+  // A full reject-publish queue refuses it: an MQTT 5 publisher hears 0x97 (as from RabbitMQ), a 3.1.1 one cannot be told.
+  const bridged = context.bridgeQueues(swapSeparators(topic));
+  const queues = queuesAccepting(bridged, payload.byteLength);
   // In a queue its expiry is an AMQP expiration (bridge-properties.ts), expired at the head as any.
   if (mqttProperties?.expiresAt !== undefined) for (const queue of queues) context.watchExpiry(queue);
-  return publish(context, {
+  const matched = sessions.size > 0 || groups.length > 0 || queues.length > 0 || docs.length > 0;
+  const durable = publish(context, {
     topic,
     payload,
     qos,
     persistent: qos >= 1,
     from,
     mqttProperties,
-    // The publisher's own No Local subscriptions do not match [MQTT-3.8.3-3].
-    sessions: context.subscriptions.match(topic, context.sessions.get(from)),
-    groups: context.shared.match(topic),
+    sessions,
+    groups,
     queues,
     ...(incoming.retain ? { retain: { t: topic, p: payload, qos, ...(mqttProperties !== undefined ? { m: messagePropertiesBody(mqttProperties) } : {}) } } : {}),
     ...(rx2 ? { rx2 } : {}),
     ...(session ? { session } : {}),
     docs,
   });
+  return { durable, matched, refused: queues.length < bridged.length };
 }

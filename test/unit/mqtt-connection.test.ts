@@ -85,6 +85,9 @@ class FakeCore implements MqttCore {
         for (const request of requests) session.subscriptions.set(request.filter, request.qos);
         return { granted: requests.map((request) => request.qos), durable: core.durable(), retainedFilters: requests.map((request) => request.filter) };
       },
+      awaitsRelease() {
+        return true;
+      },
       sendRetained(filters) {
         session.calls.push(`sendRetained ${filters.join(',')}`);
       },

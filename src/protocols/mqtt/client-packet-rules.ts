@@ -18,7 +18,8 @@
  *   wildcards [MQTT-3.3.2-2];
  * - CONNECT: no password without a user name [MQTT-3.1.2-22], a valid will
  *   topic and QoS [MQTT-3.1.2-14], nothing after its last field;
- * - every string: well-formed UTF-8 [MQTT-1.5.3-1] without U+0000 [MQTT-1.5.3-2].
+ * - every string: well-formed UTF-8 [MQTT-1.5.3-1] without U+0000 [MQTT-1.5.3-2]; in MQTT 5
+ *   also the strings inside properties [MQTT-1.5.4-1] [MQTT-1.5.4-2].
  *
  * MQTT 5 (protocol level 5) changes three of these: acknowledgements and
  * DISCONNECT may carry a reason code and properties after their fixed part,
@@ -88,6 +89,9 @@ export function checkClientPacket(packet: Packet, bytes: Buffer, protocolVersion
   if (version === 5) {
     const propertyProblem = v5PropertiesProblem(packet);
     if (propertyProblem !== undefined) return { kind: 'malformed', ...propertyProblem };
+    // CONNECT's strings, properties included, are always walked (connectProblem).
+    const stringProblem = packet.cmd !== 'connect' && propertyStringsSuspect((packet as { properties?: object }).properties) ? findStringFieldProblem(bytes, true) : undefined;
+    if (stringProblem !== undefined) return { kind: 'malformed', reason: stringProblem };
   }
   const problem = findProblem(packet, bytes, version === 5);
   // The cast is what the checks above proved: e.g. a packet id is present where ClientPacket says so.
@@ -177,6 +181,25 @@ function connectProblem(packet: IConnectPacket, bytes: Buffer, v5: boolean): str
 function stringsProblem(strings: readonly string[], bytes: Buffer, v5: boolean): string | undefined {
   const replacementSeen = strings.some((value) => value.includes('\ufffd'));
   return nullCharacterProblem(strings) ?? (replacementSeen ? findStringFieldProblem(bytes, v5) : undefined);
+}
+
+/**
+ * Whether a decoded property string may stand for bad bytes: U+FFFD (the decoder's stand-in for
+ * an ill-formed sequence) or U+0000. Only then are the properties walked on the wire bytes.
+ */
+function propertyStringsSuspect(properties: object | undefined): boolean {
+  if (properties === undefined) return false;
+  const suspect = (value: unknown): boolean => typeof value === 'string' && (value.includes('\ufffd') || value.includes('\u0000'));
+  for (const [name, value] of Object.entries(properties)) {
+    if (name !== 'userProperties') {
+      if (suspect(value)) return true;
+      continue;
+    }
+    for (const [key, values] of Object.entries(value as Record<string, unknown>)) {
+      if (suspect(key) || (Array.isArray(values) ? values.some(suspect) : suspect(values))) return true;
+    }
+  }
+  return false;
 }
 
 function nullCharacterProblem(strings: readonly string[]): string | undefined {

@@ -48,6 +48,7 @@ import type { MqttLimits } from './limits.js';
 import { encoder311, encoderFor, type ConnackProperties, type PacketEncoder } from './packet-encoder.js';
 import { outgoingPacketPropertiesOf } from './publish-properties.js';
 import { disconnectReasonCodeOf, ReasonCode } from './reason-codes.js';
+import { OutboundTopicAliases } from './outbound-topic-aliases.js';
 import { InboundTopicAliases } from './topic-aliases.js';
 import { unrestrictedTopicAccess, type AccessDeniedListener, type MqttTopicAccess } from './topic-access.js';
 
@@ -106,6 +107,8 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
   encoder: PacketEncoder = encoder311;
   /** MQTT 5: the topic aliases this client set up (none in 3.1.1). */
   topicAliases = new InboundTopicAliases(0);
+  /** MQTT 5: the topic aliases this server sets up towards the client, when its CONNECT allowed some. */
+  outboundTopicAliases: OutboundTopicAliases | undefined = undefined;
   /** MQTT 5: the client's Receive Maximum, the most QoS 1/2 deliveries it takes unacknowledged; the core's window is at most this. */
   inflightMax: number | undefined = undefined;
   /** MQTT 5: the largest packet the client accepts [MQTT-3.1.2-24]. */
@@ -489,9 +492,18 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
       this.droppedDeliveries += 1;
       return false;
     }
-    const properties = this.protocolVersion === 5 ? outgoingPacketPropertiesOf(publish.properties, publish.subscriptionIdentifiers) : undefined;
-    const bytes = this.encoder.publish(publish, properties);
+    let properties = this.protocolVersion === 5 ? outgoingPacketPropertiesOf(publish.properties, publish.subscriptionIdentifiers) : undefined;
+    let onWire = publish;
+    const aliases = this.outboundTopicAliases;
+    if (aliases !== undefined) {
+      const { topic, alias } = aliases.use(publish.topic);
+      onWire = { ...publish, topic };
+      properties = { ...properties, topicAlias: alias };
+    }
+    const bytes = this.encoder.publish(onWire, properties);
     if (this.clientPacketBytesMax !== undefined && bytes.length > this.clientPacketBytesMax) {
+      // Not sent, so the client never saw this alias bound: the next PUBLISH to the topic names it again.
+      aliases?.forget(publish.topic);
       // [MQTT-3.1.2-25]: discarded as if it had been delivered; a QoS 1/2 one is finished so it does not hold the window.
       this.logger.debug({ topic: publish.topic, packetBytes: bytes.length, clientMax: this.clientPacketBytesMax }, 'MQTT PUBLISH larger than the client accepts: discarded [MQTT-3.1.2-25]');
       const packetId = publish.packetId;

@@ -7,8 +7,9 @@
  *
  * A v5 acknowledgement with reason code 0 and no properties is the same four
  * bytes as in 3.1.1 (the reason code may be omitted then [MQTT-3.4.2.1]), so
- * the QoS 1 path costs nothing more in MQTT 5. Everything else in v5 goes
- * through mqtt-packet's generate().
+ * the QoS 1 path costs nothing more in MQTT 5; with another reason code and
+ * no properties it is five bytes, also written here. Everything else in v5
+ * goes through mqtt-packet's generate().
  */
 import { generate, type IConnackPacket, type IPublishPacket } from 'mqtt-packet';
 import type { MqttOutgoingPublish } from '../../core/api.js';
@@ -58,11 +59,13 @@ export const encoder311: PacketEncoder = {
 
 const v5 = { protocolVersion: 5 } as const;
 
-type Acknowledgement = 'puback' | 'pubrec' | 'pubrel' | 'pubcomp';
-
-function acknowledgement(cmd: Acknowledgement, short: (packetId: number) => Buffer) {
-  return (packetId: number, reasonCode: ReasonCode = ReasonCode.success): Buffer =>
-    reasonCode === ReasonCode.success ? short(packetId) : generate({ cmd, messageId: packetId, reasonCode }, v5);
+/** Without properties a reason code is one byte after the packet id [MQTT-3.4.2.1]: no generate() on that path either. */
+function acknowledgement(short: (packetId: number) => Buffer) {
+  return (packetId: number, reasonCode: ReasonCode = ReasonCode.success): Buffer => {
+    const bytes = short(packetId);
+    if (reasonCode === ReasonCode.success) return bytes;
+    return Buffer.from([bytes[0]!, 0x03, bytes[2]!, bytes[3]!, reasonCode]);
+  };
 }
 
 export const encoder5: PacketEncoder = {
@@ -70,10 +73,10 @@ export const encoder5: PacketEncoder = {
   connack: (sessionPresent, properties) => generate({ cmd: 'connack', sessionPresent, reasonCode: 0, properties }, v5),
   connackRefused: (returnCode, reasonCode, reasonString) =>
     generate({ cmd: 'connack', sessionPresent: false, reasonCode: reasonCode ?? connackReasonCodeOf(returnCode), properties: { reasonString } }, v5),
-  puback: acknowledgement('puback', encodePuback),
-  pubrec: acknowledgement('pubrec', encodePubrec),
-  pubrel: acknowledgement('pubrel', encodePubrel),
-  pubcomp: acknowledgement('pubcomp', encodePubcomp),
+  puback: acknowledgement(encodePuback),
+  pubrec: acknowledgement(encodePubrec),
+  pubrel: acknowledgement(encodePubrel),
+  pubcomp: acknowledgement(encodePubcomp),
   suback: (packetId, slots) => generate({ cmd: 'suback', messageId: packetId, granted: [...slots] }, v5),
   unsuback: (packetId, slots) => generate({ cmd: 'unsuback', messageId: packetId, granted: [...slots] } as never, v5),
   publish: (publish, properties) => encodePublish(publish, 5, properties),

@@ -14,15 +14,21 @@
  *   UNSUBSCRIBE  <packet id: 2> (<topic filter>)+
  *
  * MQTT 5 puts properties (a variable byte length, then that many bytes) after
- * CONNECT's keep alive and before its will topic, and after the packet id of
- * SUBSCRIBE and UNSUBSCRIBE; they are skipped here (the strings inside them
- * are not walked).
+ * CONNECT's keep alive and before its will topic, after the packet id of
+ * PUBLISH (QoS > 0), SUBSCRIBE and UNSUBSCRIBE, and after the reason code of
+ * the acknowledgements, DISCONNECT and AUTH; the strings inside them are
+ * walked too (property-strings.ts):
+ *
+ *   PUBLISH      <topic name> [<packet id: 2>] <properties> …
+ *   PUBACK…      <packet id: 2> [<reason code: 1> [<properties>]]
+ *   DISCONNECT   [<reason code: 1> [<properties>]]     (AUTH alike)
  *
  * CONNECT is always walked to its end (once per connection): bytes after its
  * last field make it malformed too, as Mosquitto and nats-server also judge.
  */
 import { isUtf8 } from 'node:buffer';
 import { readFixedHeader } from './framer.js';
+import { checkPropertyStrings } from './property-strings.js';
 
 /** CONNECT flag bits [MQTT-3.1.2.3]. */
 const willFlag = 0x04;
@@ -56,17 +62,12 @@ class FieldCursor {
     return true;
   }
 
-  /** Skips an MQTT 5 properties field [MQTT-2.2.2.1]; false when it runs past the end. */
-  skipProperties(): boolean {
-    let length = 0;
-    for (let index = 0, multiplier = 1; index < 4; index++, multiplier *= 128) {
-      const byte = this.bytes[this.position];
-      if (byte === undefined) return false;
-      this.position += 1;
-      length += (byte & 0x7f) * multiplier;
-      if ((byte & 0x80) === 0) return this.skip(length);
-    }
-    return false;
+  /** Reads an MQTT 5 properties field [MQTT-2.2.2.1], checking its strings; what is wrong with it, if anything. */
+  properties(what: string): string | undefined {
+    const checked = checkPropertyStrings(this.bytes, this.position);
+    if ('problem' in checked) return `${what}: ${checked.problem}`;
+    this.position = checked.next;
+    return undefined;
   }
 
   byteAt(offset: number): number | undefined {
@@ -86,14 +87,33 @@ export function findStringFieldProblem(bytes: Buffer, v5: boolean): string | und
     case 1:
       return connectProblem(cursor, v5);
     case 3:
-      return wellFormed(cursor.lengthPrefixed(), 'PUBLISH topic name');
+      return publishProblem(cursor, bytes[0] ?? 0, v5);
+    case 4: case 5: case 6: case 7:
+      return v5 ? afterReasonCode(cursor, 2, 'acknowledgement') : undefined;
     case 8:
       return filtersProblem(cursor, 'SUBSCRIBE', 1, v5);
     case 10:
       return filtersProblem(cursor, 'UNSUBSCRIBE', 0, v5);
+    case 14: case 15:
+      return v5 ? afterReasonCode(cursor, 0, 'DISCONNECT/AUTH') : undefined;
     default:
       return undefined; // no strings
   }
+}
+
+function publishProblem(cursor: FieldCursor, firstByte: number, v5: boolean): string | undefined {
+  const topicProblem = wellFormed(cursor.lengthPrefixed(), 'PUBLISH topic name');
+  if (topicProblem !== undefined || !v5) return topicProblem;
+  const qos = (firstByte >> 1) & 0x03;
+  if (qos > 0 && !cursor.skip(2)) return 'PUBLISH without a packet identifier';
+  return cursor.properties('PUBLISH properties');
+}
+
+/** Fixed fields, then a reason code and properties, each present only if the packet goes on [MQTT-3.4.2.1]. */
+function afterReasonCode(cursor: FieldCursor, fixedBytes: number, packet: string): string | undefined {
+  if (!cursor.skip(fixedBytes)) return `${packet} cut short`;
+  if (cursor.atEnd || !cursor.skip(1) || cursor.atEnd) return undefined;
+  return cursor.properties(`${packet} properties`);
 }
 
 /** A binary field (will message, password): it only has to fit in the packet. */
@@ -107,7 +127,8 @@ function wellFormed(field: Buffer | undefined, what: string): string | undefined
 
 function filtersProblem(cursor: FieldCursor, packet: string, bytesAfterEach: number, v5: boolean): string | undefined {
   if (!cursor.skip(2)) return `${packet} without a packet identifier`;
-  if (v5 && !cursor.skipProperties()) return `${packet} properties run past the end of the packet`;
+  const propertiesProblem = v5 ? cursor.properties(`${packet} properties`) : undefined;
+  if (propertiesProblem !== undefined) return propertiesProblem;
   while (!cursor.atEnd) {
     const problem = wellFormed(cursor.lengthPrefixed(), `${packet} topic filter`);
     if (problem !== undefined) return problem;
@@ -121,9 +142,10 @@ function connectProblem(cursor: FieldCursor, v5: boolean): string | undefined {
   if (cursor.lengthPrefixed() === undefined || !cursor.skip(1)) return 'CONNECT variable header cut short';
   const flags = cursor.byteAt(0) ?? 0;
   if (!cursor.skip(3)) return 'CONNECT variable header cut short';
-  if (v5 && !cursor.skipProperties()) return 'CONNECT properties run past the end of the packet';
+  const propertiesProblem = v5 ? cursor.properties('CONNECT properties') : undefined;
+  if (propertiesProblem !== undefined) return propertiesProblem;
   const has = (flag: number): boolean => (flags & flag) !== 0;
-  const willPropertiesProblem = (): string | undefined => (v5 && !cursor.skipProperties() ? 'CONNECT will properties run past the end of the packet' : undefined);
+  const willPropertiesProblem = (): string | undefined => (v5 ? cursor.properties('CONNECT will properties') : undefined);
   return (
     wellFormed(cursor.lengthPrefixed(), 'CONNECT client identifier') ??
     (has(willFlag) ? (willPropertiesProblem() ?? wellFormed(cursor.lengthPrefixed(), 'CONNECT will topic') ?? present(cursor.lengthPrefixed(), 'CONNECT will message')) : undefined) ??

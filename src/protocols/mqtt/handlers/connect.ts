@@ -5,6 +5,7 @@
  * (CONNACK with its code, then close) or MqttProtocolError (close without
  * CONNACK), and connection.fail() does the writing.
  */
+import { isUtf8 } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import type { IConnectPacket } from 'mqtt-packet';
 import type { Qos } from '../../../core/api.js';
@@ -14,6 +15,7 @@ import type { MqttConnection, Will } from '../connection.js';
 import { MqttConnectRefusedError, MqttLogFailedError, MqttProtocolError } from '../errors.js';
 import type { ConnackProperties } from '../packet-encoder.js';
 import { ReasonCode } from '../reason-codes.js';
+import { OutboundTopicAliases } from '../outbound-topic-aliases.js';
 import { InboundTopicAliases } from '../topic-aliases.js';
 import { incomingPropertiesOf } from '../publish-properties.js';
 import { topicAccessFor } from '../topic-access.js';
@@ -102,6 +104,9 @@ function acceptClientLimits(connection: MqttConnection, packet: IConnectPacket):
   connection.inflightMax = properties?.receiveMaximum;
   connection.clientPacketBytesMax = properties?.maximumPacketSize;
   connection.topicAliases = new InboundTopicAliases(connection.context.limits.topicAliasesMax);
+  // The client's Topic Alias Maximum: how many aliases we may set up towards it (0 or absent: none) [MQTT-3.1.2-26].
+  const aliasMax = properties?.topicAliasMaximum ?? 0;
+  if (aliasMax > 0) connection.outboundTopicAliases = new OutboundTopicAliases(aliasMax);
 }
 
 /**
@@ -139,6 +144,10 @@ function readWill(packet: IConnectPacket): Will | undefined {
   if (will === undefined) return undefined;
   // Copied: the decoded payload is a view of a socket chunk that would otherwise stay alive with it.
   const payload = typeof will.payload === 'string' ? Buffer.from(will.payload, 'utf8') : Buffer.from(will.payload);
+  // A v5 will that says UTF-8 must be UTF-8: CONNACK 0x99 otherwise [MQTT-3.1.3.2.3].
+  if (will.properties?.payloadFormatIndicator === true && !isUtf8(payload)) {
+    throw new MqttProtocolError('will payload is not UTF-8 as its Payload Format Indicator says', 'protocol-violation', 'connect', ReasonCode.payloadFormatInvalid);
+  }
   return {
     topic: will.topic, payload, qos: (will.qos ?? 0) as Qos, retain: will.retain === true, properties: incomingPropertiesOf(will.properties),
     delayInterval: will.properties?.willDelayInterval,

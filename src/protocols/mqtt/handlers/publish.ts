@@ -8,12 +8,21 @@
  * dropped and acknowledged at once (its PUBREL then finds no packet id to
  * forget, and gets PUBCOMP); an MQTT 5 client hears why: 0x87 Not authorized.
  * MQTT 5 adds the topic alias (resolved first, topic-aliases.ts) and the
- * Receive Maximum, the bound on this client's unfinished QoS 1/2 flows.
+ * Receive Maximum, the bound on this client's unfinished QoS 1/2 flows. A v5
+ * PUBLISH whose Payload Format Indicator says UTF-8 but whose payload is not
+ * is refused: PUBACK/PUBREC 0x99 (QoS 1/2) or DISCONNECT 0x99 (QoS 0)
+ * [MQTT-3.3.2.3.2]. A message that reached no destination is acknowledged
+ * with 0x10 No matching subscribers, as Mosquitto does (a code the spec lets
+ * the server choose instead of 0x00); a QoS 1 message that a full
+ * reject-publish queue refused with PUBACK 0x97 Quota exceeded, as RabbitMQ
+ * does (the other destinations have it).
  */
+import { isUtf8 } from 'node:buffer';
 import type { MqttIncomingPublish } from '../../../core/api.js';
 import { incomingPropertiesOf } from '../publish-properties.js';
 import type { ClientPacketOf } from '../client-packet-rules.js';
 import type { MqttConnection } from '../connection.js';
+import { MqttProtocolError } from '../errors.js';
 import { ReasonCode } from '../reason-codes.js';
 
 export function handlePublish(connection: MqttConnection, packet: ClientPacketOf<'publish'>): void {
@@ -26,15 +35,15 @@ export function handlePublish(connection: MqttConnection, packet: ClientPacketOf
   if (!connection.topicAccess.mayPublish(topic)) {
     connection.logger.debug({ topic: topic.slice(0, 128), qos: packet.qos }, 'MQTT PUBLISH refused by the ACL: dropped');
     // MQTT 3.1.1 has no negative acknowledgement: the flow completes as if the message had gone nowhere.
-    if (packet.qos === 1) {
-      connection.endInboundPublish(packet.messageId);
-      connection.write(encoder.puback(packet.messageId, ReasonCode.notAuthorized));
+    refuse(connection, packet, ReasonCode.notAuthorized);
+    return;
+  }
+  if (encoder.protocolVersion === 5 && packet.properties?.payloadFormatIndicator === true && !isUtf8(payload)) {
+    if (packet.qos === 0) {
+      throw new MqttProtocolError('PUBLISH payload is not UTF-8 as its Payload Format Indicator says', 'protocol-violation', 'publish', ReasonCode.payloadFormatInvalid);
     }
-    // A v5 PUBREC with a failure code ends the flow [MQTT-4.3.3-4]: no PUBREL follows.
-    if (packet.qos === 2) {
-      if (encoder.protocolVersion === 5) connection.endInboundPublish(packet.messageId);
-      connection.write(encoder.pubrec(packet.messageId, ReasonCode.notAuthorized));
-    }
+    connection.logger.debug({ topic: topic.slice(0, 128), qos: packet.qos }, 'MQTT PUBLISH payload is not UTF-8 as its format indicator says: refused (0x99)');
+    refuse(connection, packet, ReasonCode.payloadFormatInvalid);
     return;
   }
   const properties = incomingPropertiesOf(packet.properties);
@@ -47,12 +56,29 @@ export function handlePublish(connection: MqttConnection, packet: ClientPacketOf
   const packetId = packet.messageId;
   const incoming: MqttIncomingPublish = { topic, payload, qos: packet.qos, retain: packet.retain, packetId, properties };
   const result = connection.session.publish(incoming);
+  const reasonCode = result.noSubscribers === true ? ReasonCode.noMatchingSubscribers : ReasonCode.success;
   if (packet.qos === 1) {
+    // Only on PUBACK: a failing PUBREC would end the QoS 2 flow while the core still holds its packet id.
+    const pubackCode = result.quotaExceeded === true ? ReasonCode.quotaExceeded : reasonCode;
     connection.whenDurable(result.durable, 'PUBLISH QoS 1', () => {
       connection.endInboundPublish(packetId);
-      connection.write(encoder.puback(packetId));
+      connection.write(encoder.puback(packetId, pubackCode));
     });
   } else {
-    connection.whenDurable(result.durable, 'PUBLISH QoS 2', () => connection.write(encoder.pubrec(packetId)));
+    connection.whenDurable(result.durable, 'PUBLISH QoS 2', () => connection.write(encoder.pubrec(packetId, reasonCode)));
+  }
+}
+
+/** A QoS 1/2 PUBLISH not taken: its flow ends with the failure code (a 3.1.1 client sees a plain acknowledgement). */
+function refuse(connection: MqttConnection, packet: ClientPacketOf<'publish'>, reasonCode: ReasonCode): void {
+  const { encoder } = connection;
+  if (packet.qos === 1) {
+    connection.endInboundPublish(packet.messageId);
+    connection.write(encoder.puback(packet.messageId, reasonCode));
+  }
+  // A v5 PUBREC with a failure code ends the flow [MQTT-4.3.3-4]: no PUBREL follows.
+  if (packet.qos === 2) {
+    if (encoder.protocolVersion === 5) connection.endInboundPublish(packet.messageId);
+    connection.write(encoder.pubrec(packet.messageId, reasonCode));
   }
 }
