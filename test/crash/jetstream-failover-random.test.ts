@@ -11,8 +11,9 @@
  * - every confirmed / PUBACKed publish is delivered at least once;
  * - nothing durably consumed comes back. A consumer's ack (PUBACK) counts as
  *   durable once a publish the same connection sent after it was confirmed
- *   (PUBACKed): the log is one ordered stream, so the ack's record lies before
- *   that publish's record;
+ *   (PUBACKed) — a publish that is written (a durable destination takes it):
+ *   the log is one ordered stream, so the ack's record lies before that
+ *   publish's record;
  * - nothing is delivered that was never published.
  * Every takeover's duration (SIGKILL to the standby's ready line) is printed.
  * The seed is printed; CAIRN_TEST_SEED replays the schedule.
@@ -174,7 +175,9 @@ async function mqttRound(port: number, round: number, ledger: Ledger, stopped: (
       pubackedSinceMarker.push(body);
     });
     await new Promise<void>((resolve, reject) => { auditor.once('connect', () => resolve()); auditor.once('close', () => reject(new Error('closed'))); });
-    await auditor.subscribeAsync('audit/event', { qos: 1 });
+    // Subscribed to its own markers too: a marker with no durable destination would be PUBACKed without a
+    // record, and its PUBACK would say nothing about the acks before it.
+    await auditor.subscribeAsync(['audit/event', 'audit/markers'], { qos: 1 });
     const publisher = await connect(`publisher-${round}`, true);
     const publisherClosed = closedPromise(publisher);
     const marking = (async () => {
