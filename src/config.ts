@@ -39,6 +39,8 @@ export interface ServeConfig extends EdgeConfig {
   readonly sessionQueueBytesMax: number;
   readonly queueReadyBytesMax: number;
   readonly messageCacheBytes: number;
+  /** Below this much free space on the log's file system publishers are held back (0: never). */
+  readonly diskFreeLimitBytes: number;
   readonly mqttPacketBytesMax: number | undefined;
   /** Documents one HTTP collection query examines at most (HttpLimits.queryDocumentsExaminedMax). */
   readonly queryDocumentsExaminedMax: number;
@@ -106,6 +108,7 @@ const kinds = {
   documents: countKind(1),
   queueBytes: sizeKind(1),
   cacheBytes: sizeKind(0),
+  diskFreeBytes: sizeKind(0),
   packetBytes: sizeKind(64),
   logLevel: choiceKind(logLevels),
   logFormat: choiceKind(logFormats),
@@ -134,6 +137,7 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: 'session-queue-max-bytes', ...kinds.queueBytes, env: 'CAIRN_SESSION_QUEUE_MAX_BYTES', fallback: '256MiB', help: 'payload bytes an MQTT session may hold before the oldest are dropped' },
   { name: 'queue-max', ...kinds.messages, env: 'CAIRN_QUEUE_MAX', fallback: '10000000', help: 'ready messages an AMQP queue may hold before the oldest is dropped' },
   { name: 'queue-max-bytes', ...kinds.queueBytes, env: 'CAIRN_QUEUE_MAX_BYTES', fallback: '4GiB', help: 'payload bytes of ready messages an AMQP queue may hold before the oldest are dropped' },
+  { name: 'disk-free-limit', ...kinds.diskFreeBytes, env: 'CAIRN_DISK_FREE_LIMIT', fallback: '50MB', help: "below this much free disk space for the log, AMQP publishers are held back (connection.blocked) until space is freed, as RabbitMQ's disk alarm does (0: never)" },
   { name: 'message-cache', ...kinds.cacheBytes, env: 'CAIRN_MESSAGE_CACHE', fallback: '16MiB', help: 'recently published messages kept in memory, so consumers that keep up never read the disk (0: none)' },
   { name: 'query-documents-max', ...kinds.documents, env: 'CAIRN_QUERY_DOCUMENTS_MAX', fallback: '100000', help: 'documents one HTTP collection query reads at most; past it the answer says partial' },
   { name: 'mqtt-max-packet-bytes', ...kinds.packetBytes, env: 'CAIRN_MQTT_MAX_PACKET_BYTES', help: 'largest MQTT packet accepted' },
@@ -201,6 +205,7 @@ export function serveConfigOf(parsed: ParsedCommand): ServeConfig {
     snapshotEveryRecords: kinds.snapshotEvery.convert(required('snapshot-every')),
     releaseSegments: kinds.releaseSegments.convert(required('release-segments')) === 'auto',
     retentionBytes: optional('retention-bytes', kinds.retentionBytes),
+    diskFreeLimitBytes: kinds.diskFreeBytes.convert(required('disk-free-limit')),
     retentionMs: optional('retention-age', kinds.retentionAge),
     archiveDir: get('archive'),
     sessionQueueMessagesMax: kinds.messages.convert(required('session-queue-max')),

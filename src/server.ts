@@ -24,8 +24,9 @@ import { SegmentedLog, type LogFailedError, type LogFileSystem } from './log/ind
 import { openFileLog, openJetStreamServedLog, type ServedLog } from './served-log.js';
 import type { Logger } from './logger.js';
 import { Metrics } from './metrics.js';
+import { DiskFreeAlarm, diskFreeCheckIntervalMs, type FreeBytes } from './disk-free-alarm.js';
 import { defaultAmqpLimits } from './protocols/amqp/limits.js';
-import { startAmqpServer } from './protocols/amqp/server.js';
+import { startAmqpServer, type AmqpServer } from './protocols/amqp/server.js';
 import type { ManagedConnection } from './protocols/connection-description.js';
 import { defaultMqttLimits } from './protocols/mqtt/limits.js';
 import { startMqttServer, type MqttServerOptions } from './protocols/mqtt/server.js';
@@ -66,6 +67,9 @@ export interface RunningCairn {
 /** For tests only (fault injection), not part of the embedding API. */
 export interface StartInternals {
   readonly logFileSystem?: LogFileSystem;
+  /** The disk-free alarm's view of free space, and how often it looks (tests fill the disk this way). */
+  readonly freeBytes?: FreeBytes;
+  readonly diskFreeCheckIntervalMs?: number;
   /** The broker's clock and timers (message TTL and x-expires tests move time themselves). */
   readonly clock?: () => number;
   readonly timers?: Timers;
@@ -73,6 +77,21 @@ export interface StartInternals {
 
 // A failed log stops the broker: at most this long for the listeners and the log to close before `stopped` rejects anyway.
 const failStopCloseMs = 5_000;
+
+/** The disk-free alarm of a file log (a JetStream log has no local disk to fill); it tells the AMQP connections. */
+function diskFreeAlarm(config: ServeConfig, internals: StartInternals, logger: Logger, amqpListeners: ReadonlyArray<AmqpServer | undefined>): DiskFreeAlarm | undefined {
+  if (config.logAddress !== undefined || config.diskFreeLimitBytes === 0) return undefined;
+  return new DiskFreeAlarm({
+    dir: config.dataDir, limitBytes: config.diskFreeLimitBytes, checkIntervalMs: internals.diskFreeCheckIntervalMs ?? diskFreeCheckIntervalMs,
+    ...(internals.freeBytes !== undefined ? { freeBytes: internals.freeBytes } : {}),
+    changed: (reason, freeBytes) => {
+      if (reason !== undefined) logger.warn({ freeBytes, limitBytes: config.diskFreeLimitBytes }, 'disk alarm: free space for the log is below --disk-free-limit; AMQP publishers are blocked');
+      else logger.info({ freeBytes }, 'disk alarm cleared: AMQP publishers unblocked');
+      for (const listener of amqpListeners) for (const connection of listener?.list() ?? []) connection.publishAlarmChanged(reason);
+    },
+    failed: (error) => logger.warn({ err: error }, 'disk alarm: free space could not be read'),
+  });
+}
 
 export async function startCairn(config: ServeConfig, logger: Logger, internals: StartInternals = {}): Promise<RunningCairn> {
   const users: Users = config.usersFile ? await loadUsersFile(config.usersFile) : anonymousUsers;
@@ -124,13 +143,19 @@ export async function startCairn(config: ServeConfig, logger: Logger, internals:
     const mqtts = await start('MQTT TLS', config.mqttsPort, (port) => startMqttServer({ ...mqttOptions(port), tls }));
     const ws = await start('MQTT WebSocket', config.wsPort, (port) => startMqttWebSocketServer(mqttOptions(port)));
     const wss = await start('MQTT secure WebSocket', config.wssPort, (port) => startMqttWebSocketServer({ ...mqttOptions(port), tls }));
+    const amqpListeners: Array<AmqpServer | undefined> = [];
+    const alarm = diskFreeAlarm(config, internals, logger, amqpListeners);
     const amqpOptions = (port: number): Parameters<typeof startAmqpServer>[0] => ({
-      core: broker.amqp, host: config.bind, port, logger, users, connectionEvents: metrics, accessDenied: () => metrics.accessDenied('amqp'),
+      core: broker.amqp, host: config.bind, port, logger, users, connectionEvents: metrics, accessDenied: () => metrics.accessDenied('amqp'), publishAlarm: alarm,
     });
     const amqp = await start('AMQP', config.amqpPort, (port) => startAmqpServer(amqpOptions(port)));
     const amqps = await start('AMQP TLS', config.amqpsPort, (port) => startAmqpServer({ ...amqpOptions(port), tls }));
     const mqttListeners = [mqtt, mqtts, ws, wss];
-    const amqpListeners = [amqp, amqps];
+    amqpListeners.push(amqp, amqps);
+    if (alarm !== undefined) {
+      stop.listener(() => Promise.resolve(alarm.stop()));
+      await alarm.start();
+    }
     const count = (listeners: ReadonlyArray<{ connections(): number } | undefined>): number => listeners.reduce((sum, listener) => sum + (listener?.connections() ?? 0), 0);
     const connections = (): Record<string, number> => ({ mqtt: count(mqttListeners), amqp: count(amqpListeners) });
     const clients = (): ManagedConnection[] => [

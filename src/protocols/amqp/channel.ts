@@ -61,6 +61,8 @@ export interface ChannelHost {
   channelFinished(channel: number): void;
   /** The logged-in user's permissions (permission-check.ts); undefined: unrestricted. */
   readonly access?: AmqpAccess | undefined;
+  /** A basic.publish arrived (the connection may hold publishers back: connection.blocked). */
+  publishing?(): void;
 }
 
 export type ChannelState = 'open' | 'closing' | 'finished';

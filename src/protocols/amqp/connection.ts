@@ -54,6 +54,8 @@ export interface AmqpConnectionContext {
   readonly logger: Logger;
   /** Told of every permission refusal (metrics). */
   readonly accessDenied?: (() => void) | undefined;
+  /** Why publishers are held back now (disk-free-alarm.ts), read at each publish; absent: never. */
+  readonly publishAlarm?: { readonly reason: string | undefined } | undefined;
 }
 
 export type ConnectionState =
@@ -84,6 +86,14 @@ export class AmqpConnection implements ChannelHost, HeartbeatPeer, ManagedConnec
   private closeTimer: NodeJS.Timeout | undefined;
   private corked = false;
   private congested = false;
+  /** The client said connection.blocked in its capabilities: it is told when publishing is held back. */
+  blockedNotifications = false;
+  /** This connection has published: it is told of the alarm (RabbitMQ blocks publishers only). */
+  private publisher = false;
+  /** A publish arrived while the alarm was on: nothing more is read until it clears. */
+  private publishBlocked = false;
+  /** connection.blocked was sent and connection.unblocked is owed. */
+  private blockedSent = false;
   private loggerValue: Logger;
   readonly owner: string;
   consumerCancelNotify = false;
@@ -324,7 +334,7 @@ export class AmqpConnection implements ChannelHost, HeartbeatPeer, ManagedConnec
   }
 
   silenceExcused(): boolean {
-    return this.congested;
+    return this.congested || this.publishBlocked;
   }
 
   dead(): void {
@@ -379,9 +389,46 @@ export class AmqpConnection implements ChannelHost, HeartbeatPeer, ManagedConnec
   private updateReading(): void {
     if (this.socket.destroyed) return;
     // A closing connection delivers nothing more: it reads on, congested or not, to see the settlements and the end.
-    const reading = this.stateValue !== 'authenticating' && (!this.congested || this.stateValue === 'closing');
+    const reading = this.stateValue !== 'authenticating' && ((!this.congested && !this.publishBlocked) || this.stateValue === 'closing');
     if (reading && this.socket.isPaused()) this.socket.resume();
     else if (!reading && !this.socket.isPaused()) this.socket.pause();
+  }
+
+  // ─────────────────────────── publish alarm (connection.blocked) ───────────────────────────
+
+  /**
+   * A basic.publish arrived. While the publish alarm is on, this one is taken and reading stops
+   * until the alarm clears, as RabbitMQ blocks a connection when it publishes during an alarm.
+   */
+  publishing(): void {
+    this.publisher = true;
+    const reason = this.context.publishAlarm?.reason;
+    if (reason === undefined || this.publishBlocked) return;
+    this.publishBlocked = true;
+    this.notifyBlocked(reason);
+    this.updateReading();
+  }
+
+  /** The alarm was raised (a reason) or cleared: publishers hear of it; a blocked connection reads again. */
+  publishAlarmChanged(reason: string | undefined): void {
+    if (reason !== undefined) {
+      if (this.publisher) this.notifyBlocked(reason);
+      return;
+    }
+    if (this.blockedSent) {
+      this.blockedSent = false;
+      if (this.stateValue === 'open') this.sendMethod(0, { name: 'connection.unblocked' });
+    }
+    if (this.publishBlocked) {
+      this.publishBlocked = false;
+      this.updateReading();
+    }
+  }
+
+  private notifyBlocked(reason: string): void {
+    if (!this.blockedNotifications || this.blockedSent || this.stateValue !== 'open') return;
+    this.blockedSent = true;
+    this.sendMethod(0, { name: 'connection.blocked', reason });
   }
 
   channelFinished(channel: number): void {

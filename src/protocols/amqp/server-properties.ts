@@ -20,7 +20,7 @@ export const serverCapabilities = {
   'basic.nack': true,
   consumer_cancel_notify: true,
   exchange_exchange_bindings: true,
-  'connection.blocked': false,
+  'connection.blocked': true,
   authentication_failure_close: true,
   per_consumer_qos: true,
   consumer_priorities: true,

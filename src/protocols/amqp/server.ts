@@ -33,6 +33,8 @@ export interface AmqpServerOptions {
   readonly tls?: TlsCredentials | undefined;
   /** Told of every permission refusal (metrics). */
   readonly accessDenied?: (() => void) | undefined;
+  /** Why publishers are held back now (disk-free-alarm.ts); the server is told of changes through publishAlarmChanged. */
+  readonly publishAlarm?: { readonly reason: string | undefined } | undefined;
 }
 
 export type AmqpServer = TcpListener<AmqpConnection>;
@@ -40,7 +42,9 @@ export type AmqpServer = TcpListener<AmqpConnection>;
 export async function startAmqpServer(options: AmqpServerOptions): Promise<AmqpServer> {
   const limits = resolveAmqpLimits(options.limits);
   const logger = options.logger.child({ protocol: 'amqp' });
-  const context: AmqpConnectionContext = { core: options.core, users: options.users ?? anonymousUsers, limits, logger, accessDenied: options.accessDenied };
+  const context: AmqpConnectionContext = {
+    core: options.core, users: options.users ?? anonymousUsers, limits, logger, accessDenied: options.accessDenied, publishAlarm: options.publishAlarm,
+  };
   return startTcpListener<AmqpConnection>({
     protocol: 'amqp', host: options.host, port: options.port, connectionsMax: limits.connectionsMax, logger,
     connectionEvents: options.connectionEvents, describe: { anonymous: context.users.size === 0 }, tls: options.tls,

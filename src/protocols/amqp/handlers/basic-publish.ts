@@ -19,6 +19,7 @@ export function handleBasicPublish(channel: AmqpChannel, method: AmqpMethodNamed
     // RabbitMQ dropped immediate in 3.0 with the same answer.
     throw new AmqpChannelError(REPLY_CODE.NOT_IMPLEMENTED, 'immediate=true is not supported by Cairn; use mandatory, consumer acks or TTL-free queues');
   }
+  channel.host.publishing?.();
   channel.assembler.start(method);
 }
 

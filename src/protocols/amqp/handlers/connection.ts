@@ -34,6 +34,7 @@ export function handleStartOk(connection: AmqpConnection, method: AmqpMethodName
   }
   const { username, password } = parseSaslResponse(mechanism, method.response);
   connection.consumerCancelNotify = clientCapability(method.clientProperties, 'consumer_cancel_notify');
+  connection.blockedNotifications = clientCapability(method.clientProperties, 'connection.blocked');
   connection.clientProperties = method.clientProperties;
   connection.beginAuthentication();
   connection.users.authenticate('amqp', username, password)
