@@ -68,6 +68,8 @@ export class QueueRuntime {
    */
   readonly countsDeliveries: boolean;
   readonly singleActiveConsumer: boolean;
+  /** A quorum queue: every message it takes is written to the log, delivery_mode 1 or 2. */
+  readonly keepsEveryMessage: boolean;
 
   constructor(
     readonly name: string,
@@ -84,6 +86,7 @@ export class QueueRuntime {
     this.deliveryLimit = queueArguments?.['x-delivery-limit'];
     this.countsDeliveries = this.deliveryLimit !== undefined || queueArguments?.['x-queue-type'] === 'quorum';
     this.singleActiveConsumer = queueArguments?.['x-single-active-consumer'] === true;
+    this.keepsEveryMessage = queueArguments?.['x-queue-type'] === 'quorum';
     this.ready = new ReadyEntries(state, amqpMessageOf);
   }
 

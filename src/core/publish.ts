@@ -212,7 +212,8 @@ function planQueues(context: PublishContext, publication: Publication, records: 
       continue;
     }
     taking?.push(queue);
-    if (queue.durable && publication.persistent) rows.push([queue, queue.takeSeq()]);
+    // A quorum queue keeps every message it takes, persistent or not, as RabbitMQ's do.
+    if (queue.durable && (publication.persistent || queue.keepsEveryMessage)) rows.push([queue, queue.takeSeq()]);
   }
   return { rows, taking: taking ?? publication.queues, overflowed };
 }

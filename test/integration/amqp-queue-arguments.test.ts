@@ -128,8 +128,9 @@ describe('x-delivery-limit and x-delivery-count', () => {
 });
 
 describe('x-queue-type and argument checks', () => {
-  it('quorum needs a durable, non-exclusive, non-auto-delete queue (406), stream and x-max-priority are refused saying so (540)', async () => {
-    const cairn = await start();
+  it('quorum needs a durable, non-exclusive, non-auto-delete queue (406), keeps every message; stream and x-max-priority are refused saying so (540)', async () => {
+    const dir = broker.dataDirectory();
+    let cairn = await start(dir);
     const cases: Array<[name: string, options: Record<string, unknown>, code: number, text: string]> = [
       ['q1', { durable: false, arguments: { 'x-queue-type': 'quorum' } }, 406, "invalid property 'non-durable' for queue 'q1'"],
       ['q2', { durable: true, exclusive: true, arguments: { 'x-queue-type': 'quorum' } }, 406, "invalid property 'exclusive' for queue 'q2'"],
@@ -147,8 +148,19 @@ describe('x-queue-type and argument checks', () => {
     }
     const ch = await channel(cairn);
     await ch.assertQueue('classic', { durable: true, arguments: { 'x-queue-type': 'classic' } });
-    await ch.assertQueue('classic', { durable: true });
-    await ch.assertQueue('quorum', { durable: true, arguments: { 'x-queue-type': 'quorum' } });
+    await ch.assertQueue('kept', { durable: true, arguments: { 'x-queue-type': 'quorum' } });
+    for (const queue of ['classic', 'kept']) ch.sendToQueue(queue, Buffer.from(`transient in ${queue}`), { persistent: false });
+    await ch.checkQueue('kept');
+    await cairn.broker.flush();
+    await broker.stop();
+    cairn = await start(dir);
+    // A quorum queue keeps a non-persistent message across a restart, as RabbitMQ's do; a classic queue does not.
+    const after = await channel(cairn);
+    expect((await getOne(after, 'kept')).content.toString()).toBe('transient in kept');
+    expect(await after.get('classic')).toBe(false);
+    const ch2 = after;
+    await ch2.assertQueue('classic', { durable: true });
+    await ch2.assertQueue('quorum', { durable: true, arguments: { 'x-queue-type': 'quorum' } });
     expect(cairn.broker.state.queues.get('quorum')?.arguments).toEqual({ 'x-queue-type': 'quorum' });
   });
 
