@@ -43,7 +43,11 @@ export const RecordKind = {
   bind: 12,
   /** A document added to a collection by the ingest bridge. */
   doc: 13,
-  /** A persistent message handed to a consumer or subscriber (not awaited: it gives trace and the redelivered flag). */
+  /**
+   * A persistent message handed to a consumer or subscriber: it gives trace, the redelivered flag and the
+   * delivery count. Not awaited, except in an AMQP queue that counts deliveries (x-delivery-limit, quorum):
+   * there the delivery leaves only once its deliver record is durable.
+   */
   deliver: 14,
   /** The bounds of an AMQP transaction's group of records: begin, commit, or abort of a group a crash tore (transaction-groups.ts). */
   tx: 15,

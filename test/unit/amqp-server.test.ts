@@ -107,7 +107,7 @@ describe('AMQP protocol header negotiation [spec 4.2.2]', () => {
       exchange_exchange_bindings: { type: 't', value: true },
       per_consumer_qos: { type: 't', value: true },
       authentication_failure_close: { type: 't', value: true },
-      'connection.blocked': { type: 't', value: false },
+      'connection.blocked': { type: 't', value: true },
     });
   });
 });
