@@ -13,7 +13,10 @@
  *   - QoS 0 and QoS 1 throughput publisher → live clean subscriber
  *     (20,000 messages of 100 B, counted at the subscriber; median of three
  *     after one unmeasured run), and QoS 1 publisher → a shared subscription
- *     `$share/bench/...` with 4 live clean members (counted over all four).
+ *     `$share/bench/...` with 4 live clean members (counted over all four);
+ *   - the two QoS 1 throughput cases again with MQTT 5 clients, every publish
+ *     carrying two user properties (stored with the message, sent on to the
+ *     subscribers).
  * Both brokers run side by side and every case alternates between them
  * (bench-side-by-side.ts).
  * Mosquitto runs with `persistence false`; even with persistence on it saves
@@ -116,10 +119,13 @@ async function startMosquitto(dir: string): Promise<{ port: number; stop(): Prom
 
 // ---- MQTT cases --------------------------------------------------------------
 
-function connect(port: number, clientId: string, clean = true): Promise<MqttClient> {
-  const options: IClientOptions = { host: '127.0.0.1', port, clientId, clean, reconnectPeriod: 0, protocolVersion: 4, connectTimeout: 10_000 };
+function connect(port: number, clientId: string, clean = true, protocolVersion: 4 | 5 = 4): Promise<MqttClient> {
+  const options: IClientOptions = { host: '127.0.0.1', port, clientId, clean, reconnectPeriod: 0, protocolVersion, connectTimeout: 10_000 };
   return mqtt.connectAsync(options);
 }
+
+/** What an MQTT 5 throughput case's publishes carry: two user properties (about 30 bytes on the wire). */
+const benchUserProperties = { userProperties: { source: 'bench', unit: 'celsius' } };
 
 /** Sequential QoS 1 publishes, each awaiting its PUBACK. */
 export async function openSequentialQos1(port: number, topic: string, afterClose: () => Promise<void> = () => Promise.resolve()): Promise<RoundTripCase> {
@@ -147,11 +153,15 @@ export async function openOfflineSubscriberQos1(port: number, topic: string): Pr
 
 export interface Throughput { readonly rate: number; readonly received: number; readonly acked: number; readonly seconds: number }
 
-/** Publisher → one live clean subscriber, or (sharedMembers > 0) the members of one shared subscription `$share/bench/TOPIC`. */
-export async function throughput(port: number, topic: string, qos: 0 | 1, sharedMembers = 0): Promise<Throughput> {
+/**
+ * Publisher → one live clean subscriber, or (sharedMembers > 0) the members of one shared subscription `$share/bench/TOPIC`;
+ * with `protocolVersion` 5 every client is an MQTT 5 one and every publish carries user properties.
+ */
+export async function throughput(port: number, topic: string, qos: 0 | 1, sharedMembers = 0, protocolVersion: 4 | 5 = 4): Promise<Throughput> {
   const filter = sharedMembers === 0 ? topic : `$share/bench/${topic}`;
-  const subscribers = await Promise.all(Array.from({ length: Math.max(1, sharedMembers) }, (_, i) => connect(port, `bench-sub-${topic}-${i}`)));
-  const publisher = await connect(port, `bench-tpub-${topic}`);
+  const subscribers = await Promise.all(Array.from({ length: Math.max(1, sharedMembers) }, (_, i) => connect(port, `bench-sub-${topic}-${i}`, true, protocolVersion)));
+  const publisher = await connect(port, `bench-tpub-${topic}`, true, protocolVersion);
+  const options = protocolVersion === 5 ? { qos, properties: benchUserProperties } : { qos };
   // Un-awaited publishes each wait for 'drain' on a full socket: as many listeners as publishes in flight.
   publisher.stream.setMaxListeners(throughputCount + 1);
   try {
@@ -168,7 +178,7 @@ export async function throughput(port: number, topic: string, qos: 0 | 1, shared
     for (const subscriber of subscribers) subscriber.on('message', onMessage);
     let acked = 0;
     const started = performance.now();
-    for (let i = 0; i < throughputCount; i++) publisher.publish(topic, payload, { qos }, (error) => { if (!error) acked++; });
+    for (let i = 0; i < throughputCount; i++) publisher.publish(topic, payload, options, (error) => { if (!error) acked++; });
     // Wait for all, or until nothing arrived for stallMs (QoS 0 may drop).
     await Promise.race([
       allReceived,
@@ -193,6 +203,8 @@ interface MqttResults {
   readonly qos0: Throughput;
   readonly qos1: Throughput;
   readonly shared: Throughput;
+  readonly qos1v5: Throughput;
+  readonly sharedV5: Throughput;
 }
 
 interface MqttRun {
@@ -221,7 +233,11 @@ async function runCases(ports: readonly number[], cairnPid: number | undefined):
   const qos0 = await medianRuns('QoS 0 throughput', ports, (port) => throughput(port, 'bench/tput0', 0));
   const qos1 = await medianRuns('QoS 1 throughput', ports, (port) => throughput(port, 'bench/tput1', 1));
   const shared = await medianRuns(`QoS 1 shared subscription, ${sharedMembers} members`, ports, (port) => throughput(port, 'bench/shared1', 1, sharedMembers));
-  const results = ports.map((_, i) => ({ noSub: latencies[i]!, offline: latencies[ports.length + i]!, qos0: qos0[i]!, qos1: qos1[i]!, shared: shared[i]! }));
+  const qos1v5 = await medianRuns('QoS 1 throughput, MQTT 5 with user properties', ports, (port) => throughput(port, 'bench/tput1v5', 1, 0, 5));
+  const sharedV5 = await medianRuns(`QoS 1 shared subscription, ${sharedMembers} members, MQTT 5 with user properties`, ports, (port) => throughput(port, 'bench/shared1v5', 1, sharedMembers, 5));
+  const results = ports.map((_, i) => ({
+    noSub: latencies[i]!, offline: latencies[ports.length + i]!, qos0: qos0[i]!, qos1: qos1[i]!, shared: shared[i]!, qos1v5: qos1v5[i]!, sharedV5: sharedV5[i]!,
+  }));
   return { raw: [rawOnCallingThread!, rawViaPool!], cairnThreads: cairnThreads as [TimedCase, TimedCase], results };
 }
 
@@ -272,6 +288,8 @@ export async function benchMqtt(): Promise<void> {
   throughputRow('QoS 0 pub->sub throughput', (r) => r.qos0);
   throughputRow('QoS 1 pub->sub throughput', (r) => r.qos1);
   throughputRow(`QoS 1 pub->$share (${sharedMembers} members) throughput`, (r) => r.shared);
+  throughputRow('MQTT 5 QoS 1 pub->sub, 2 user properties', (r) => r.qos1v5);
+  throughputRow(`MQTT 5 QoS 1 pub->$share (${sharedMembers} members), 2 user properties`, (r) => r.sharedV5);
   for (const [label, value] of durableTargetRows(raw, cairn.noSub, cairn.offline)) rows.push([`${label} (no sub / offline sub)`, value, '', '']);
   for (const [label, value] of threadTimeRow('Cairn, no subscriber', cairnThreads[0].perRoundTrip())) rows.push([label, value, '', '']);
   for (const [label, value] of threadTimeRow('Cairn, offline persistent sub', cairnThreads[1].perRoundTrip())) rows.push([label, value, '', '']);

@@ -22,6 +22,7 @@ import { AssertionError, assert } from '../../assert.js';
 import type { MqttOutgoingPublish } from '../../core/api.js';
 import { checkClientPacket, type DecodeResult, type ProtocolVersion } from './client-packet-rules.js';
 import { readFixedHeader } from './framer.js';
+import { decodePublishProperties, encodePublishProperties, variableIntegerSize, writeVariableInteger, type PublishPacketProperties } from './publish-properties-codec.js';
 import type { IPubackPacket, IPublishPacket } from 'mqtt-packet';
 
 export type { ClientPacket, DecodeResult, ProtocolVersion } from './client-packet-rules.js';
@@ -86,7 +87,8 @@ export class PacketDecoder {
  *            [<properties length: 00> if MQTT 5] <payload>
  *   PUBACK   40 02 <packet id: 2>            (MQTT 5: reason code 0 and no properties)
  *
- * A v5 PUBLISH with properties goes to mqtt-packet.
+ * A v5 PUBLISH's properties are read by publish-properties-codec.ts, which
+ * leaves anything unusual to mqtt-packet as well.
  */
 export function decodeHotPacket(bytes: Buffer, protocolVersion: ProtocolVersion = 4): IPublishPacket | IPubackPacket | undefined {
   const firstByte = bytes[0];
@@ -106,8 +108,13 @@ export function decodeHotPacket(bytes: Buffer, protocolVersion: ProtocolVersion 
   if (topicStart > bytes.length) return undefined;
   const topicEnd = topicStart + bytes.readUInt16BE(header.headerBytes);
   const propertiesStart = qos > 0 ? topicEnd + 2 : topicEnd;
-  if (protocolVersion === 5 && bytes[propertiesStart] !== 0) return undefined;
-  const payloadStart = protocolVersion === 5 ? propertiesStart + 1 : propertiesStart;
+  let payloadStart = propertiesStart;
+  let properties: PublishPacketProperties | undefined;
+  if (protocolVersion === 5) {
+    const decoded = decodePublishProperties(bytes, propertiesStart);
+    if (decoded === undefined) return undefined;
+    ({ properties, end: payloadStart } = decoded);
+  }
   if (payloadStart > bytes.length) return undefined;
   const packet: IPublishPacket = {
     cmd: 'publish',
@@ -119,6 +126,7 @@ export function decodeHotPacket(bytes: Buffer, protocolVersion: ProtocolVersion 
     payload: bytes.subarray(payloadStart),
   };
   if (qos > 0) packet.messageId = bytes.readUInt16BE(topicEnd);
+  if (properties !== undefined) packet.properties = properties;
   return packet;
 }
 
@@ -172,12 +180,18 @@ export function encodeSuback(packetId: number, granted: ReadonlyArray<number>): 
   return generate({ cmd: 'suback', messageId: packetId, granted: [...granted] }, { protocolVersion: 4 });
 }
 
-/** A v5 PUBLISH always has its properties length (0 when there are none); `properties` only count at level 5. */
+/**
+ * A v5 PUBLISH always has its properties length (0 when there are none); `properties` only count at level 5.
+ * Written here (layout at decodeHotPacket), properties by publish-properties-codec.ts; a property that writer
+ * does not know sends the packet through mqtt-packet's generate().
+ */
 export function encodePublish(publish: MqttOutgoingPublish, protocolVersion: ProtocolVersion = 4, properties?: IPublishPacket['properties']): Buffer {
   assert((publish.qos === 0) === (publish.packetId === undefined), 'a PUBLISH has a packet id exactly when its QoS > 0');
   const payload = Buffer.isBuffer(publish.payload)
     ? publish.payload
     : Buffer.from(publish.payload.buffer, publish.payload.byteOffset, publish.payload.byteLength);
+  const propertyBytes = protocolVersion === 5 ? encodePublishProperties(properties) : noPropertyBytes;
+  if (propertyBytes !== undefined) return writePublish(publish, payload, propertyBytes);
   const packet: IPublishPacket = {
     cmd: 'publish',
     topic: publish.topic,
@@ -189,4 +203,21 @@ export function encodePublish(publish: MqttOutgoingPublish, protocolVersion: Pro
   if (publish.packetId !== undefined) packet.messageId = publish.packetId;
   if (protocolVersion === 5 && properties !== undefined) packet.properties = properties;
   return generate(packet, { protocolVersion });
+}
+
+const noPropertyBytes = Buffer.alloc(0);
+
+function writePublish(publish: MqttOutgoingPublish, payload: Buffer, propertyBytes: Buffer): Buffer {
+  const topicBytes = Buffer.byteLength(publish.topic, 'utf8');
+  const remaining = 2 + topicBytes + (publish.packetId === undefined ? 0 : 2) + propertyBytes.length + payload.length;
+  const out = Buffer.allocUnsafe(1 + variableIntegerSize(remaining) + remaining);
+  out[0] = 0x30 | (publish.dup ? 0x08 : 0) | (publish.qos << 1) | (publish.retain ? 0x01 : 0);
+  let at = writeVariableInteger(out, 1, remaining);
+  out.writeUInt16BE(topicBytes, at);
+  at += 2;
+  at += out.write(publish.topic, at, 'utf8');
+  if (publish.packetId !== undefined) at = out.writeUInt16BE(publish.packetId, at);
+  at += propertyBytes.copy(out, at);
+  payload.copy(out, at);
+  return out;
 }
