@@ -20,6 +20,7 @@ import { connectToNats } from './log/jetstream/nats-connection.js';
 import { StandbyTail } from './log/jetstream/standby-tail.js';
 import { WriterLease } from './log/jetstream/writer-lease.js';
 import type { BrokerState } from './projections/state.js';
+import type { GroupedReplay } from './projections/transaction-groups.js';
 import type { Logger } from './logger.js';
 import type { Metrics } from './metrics.js';
 
@@ -28,7 +29,7 @@ export type ServedLog = SegmentedLog | JetStreamLog;
 export interface OpenedLog {
   readonly log: ServedLog;
   /** What a warm standby built while it waited: the broker continues from there instead of replaying from the snapshot. */
-  readonly warm?: { readonly state: BrokerState; readonly snapshotLsn: number };
+  readonly warm?: { readonly state: BrokerState; readonly replay: GroupedReplay; readonly nextLsn: number; readonly snapshotLsn: number };
   /** Closes the log and gives back what it held (the data directory lock, or the writer lease and the connection). */
   close(): Promise<void>;
 }
@@ -105,7 +106,7 @@ export async function openJetStreamServedLog({ config, logger, onFailed }: Serve
     const [opened, held] = [log, lease];
     return {
       log: opened,
-      ...(warm !== undefined ? { warm: { state: warm.state, snapshotLsn: warm.snapshot?.lsn ?? 0 } } : {}),
+      ...(warm !== undefined ? { warm: { state: warm.state, replay: warm.replay, nextLsn: warm.nextLsn, snapshotLsn: warm.snapshot?.lsn ?? 0 } } : {}),
       close: async () => {
         await opened.close();
         await held.release();

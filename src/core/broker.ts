@@ -60,8 +60,8 @@ export interface BrokerOptions {
   readonly logger?: Logger;
   /** Told about messages in and out and drops (metrics). */
   readonly observer?: BrokerObserver;
-  /** A state a warm standby built from the log while it waited (standby-tail.ts): replay continues after its last LSN. */
-  readonly warm?: { readonly state: BrokerState; readonly snapshotLsn: number };
+  /** What a warm standby built from the log while it waited (standby-tail.ts): its replay continues from `nextLsn`. */
+  readonly warm?: { readonly state: BrokerState; readonly replay: GroupedReplay; readonly nextLsn: number; readonly snapshotLsn: number };
 }
 
 export interface RecoveryReport {
@@ -139,8 +139,8 @@ export class Broker {
     const snapshot = options.warm === undefined ? options.log.loadSnapshot?.() : undefined;
     const state = options.warm?.state ?? (snapshot ? decodeState(decode(snapshot.data) as EncodedState) : initialState());
     let recordsReplayed = 0;
-    const replay = new GroupedReplay(state);
-    for (const logRecord of options.log.read({ lsn: state.lastLsn + 1 })) {
+    const replay = options.warm?.replay ?? new GroupedReplay(state);
+    for (const logRecord of options.log.read({ lsn: options.warm?.nextLsn ?? state.lastLsn + 1 })) {
       replay.feed(logRecord);
       recordsReplayed++;
     }

@@ -3,7 +3,8 @@
  * state: a broker core writes a JetStream log (generated MQTT and AMQP
  * commands, snapshots with retention purging the stream's front) while a tail
  * on another connection follows it from the middle; once the tail has caught
- * up, the state it built equals the snapshot plus the stream replayed, and it
+ * up, the state it built equals the snapshot plus the stream replayed (with
+ * transaction groups, as start-up replays them), and it
  * holds every frame a queued message references. The seed is printed;
  * CAIRN_TEST_SEED replays the commands.
  */
@@ -14,9 +15,9 @@ import { JetStreamLog } from '../../src/log/jetstream/jetstream-log.js';
 import { connectToNats } from '../../src/log/jetstream/nats-connection.js';
 import { StandbyTail } from '../../src/log/jetstream/standby-tail.js';
 import { createLogger } from '../../src/logger.js';
-import { apply } from '../../src/projections/apply.js';
 import { decodeState, encodeState, type EncodedState } from '../../src/projections/snapshot-codec.js';
 import { initialState } from '../../src/projections/state.js';
+import { replayGrouped } from '../../src/projections/transaction-groups.js';
 import { startNatsCluster, type NatsCluster } from '../../tools/nats-cluster.js';
 import { brokerCommand, BrokerHarness } from '../support/broker-harness.js';
 import { announceSeed, until } from '../support/kit.js';
@@ -40,14 +41,14 @@ describe('warm standby tail', () => {
       for (const command of after) await harness.run(command);
       await harness.broker.flush();
       await log.sync();
-      await until(() => tail.stateLsn >= log.nextLsn - 1, 'the tail at the log\'s last LSN', 30_000)
-        .catch((error: unknown) => { throw new Error(`${String(error)}: the log's next LSN is ${log.nextLsn}, the tail's state is at ${tail.stateLsn}`); });
+      await until(() => tail.readUpTo >= log.nextLsn - 1, 'the tail at the log\'s last LSN', 30_000)
+        .catch((error: unknown) => { throw new Error(`${String(error)}: the log's next LSN is ${log.nextLsn}, the tail read up to ${tail.readUpTo}`); });
       const warm = await tail.stop();
       expect(warm).toBeDefined();
 
       const snapshot = log.loadSnapshot();
       const replayed = snapshot === undefined ? initialState() : decodeState(decode(snapshot.data) as EncodedState);
-      for (const record of log.read({ lsn: replayed.lastLsn + 1 })) apply(replayed, record);
+      replayGrouped(replayed, log.read({ lsn: replayed.lastLsn + 1 }));
       console.log(`standby tail: ${warm!.applied} records applied while following, state at LSN ${warm!.state.lastLsn}, snapshot ${snapshot?.lsn ?? 'none'}`);
       expect(encodeState(warm!.state)).toEqual(encodeState(replayed));
       expect(warm!.applied).toBeGreaterThan(0);

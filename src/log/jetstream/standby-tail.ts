@@ -6,8 +6,10 @@
  *
  * It holds what a writer would hold after reading the stream (HeldFrames from
  * the stream's first sequence: queued messages are read back from there) and
- * the state: the bucket's snapshot with every later record applied, by the
- * same `apply` replay uses, so the state it hands over is the replayed state.
+ * the state: the bucket's snapshot with every later record fed to the same
+ * GroupedReplay start-up uses (a transaction's records are applied at its
+ * commit), so the state it hands over, with the group still open if the
+ * writer died inside one, is the replayed state.
  *
  * Retention on the writer purges the front of the stream: every few seconds
  * the tail forgets the frames below the stream's first sequence. If the read
@@ -19,8 +21,8 @@ import { decode } from '@msgpack/msgpack';
 import { jetstream, type ConsumerMessages, type JetStreamManager, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../../logger.js';
-import { apply } from '../../projections/apply.js';
 import { decodeState, type EncodedState } from '../../projections/snapshot-codec.js';
+import { GroupedReplay } from '../../projections/transaction-groups.js';
 import { initialState, type BrokerState } from '../../projections/state.js';
 import { HeldFrames } from './held-frames.js';
 import { SnapshotBucket, type StoredSnapshot } from './snapshot-bucket.js';
@@ -33,7 +35,11 @@ export interface WarmLog {
   /** The bucket's snapshot the state was built on (undefined: none, the state was built from the stream's start). */
   readonly snapshot: StoredSnapshot | undefined;
   readonly state: BrokerState;
-  /** Records applied to the state while waiting. */
+  /** The replay the state was built by: start-up feeds it the records from `nextLsn` on. */
+  readonly replay: GroupedReplay;
+  /** The first LSN the tail has not read. */
+  readonly nextLsn: number;
+  /** Records fed to the replay while waiting. */
   readonly applied: number;
 }
 
@@ -41,6 +47,7 @@ export class StandbyTail {
   private frames: HeldFrames | undefined;
   private snapshot: StoredSnapshot | undefined;
   private state: BrokerState = initialState();
+  private replay = new GroupedReplay(this.state);
   private applied = 0;
   private messages: ConsumerMessages | undefined;
   private stopped = false;
@@ -59,9 +66,9 @@ export class StandbyTail {
     return new StandbyTail(connection, stream, logger);
   }
 
-  /** The last LSN the state includes (0 before the first read). */
-  get stateLsn(): number {
-    return this.state.lastLsn;
+  /** The last LSN read and fed to the replay (0 before the first read). */
+  get readUpTo(): number {
+    return this.frames === undefined ? 0 : this.frames.nextLsn - 1;
   }
 
   /** Stops following; what it built, or undefined when it failed (or had nothing yet). */
@@ -70,7 +77,12 @@ export class StandbyTail {
     this.messages?.stop();
     await this.done;
     if (this.failure !== undefined || this.frames === undefined) return undefined;
-    return { frames: this.frames, snapshot: this.snapshot, state: this.state, applied: this.applied };
+    return { frames: this.frames, snapshot: this.snapshot, state: this.state, replay: this.replay, nextLsn: this.frames.nextLsn, applied: this.applied };
+  }
+
+  /** Records up to here are in the snapshot the state started from. */
+  private get snapshotLsn(): number {
+    return this.snapshot?.lsn ?? 0;
   }
 
   private async run(): Promise<void> {
@@ -89,6 +101,7 @@ export class StandbyTail {
     const info = await manager.streams.info(this.stream);
     this.snapshot = await bucket.load();
     this.state = this.snapshot === undefined ? initialState() : decodeState(decode(this.snapshot.data) as EncodedState);
+    this.replay = new GroupedReplay(this.state);
     const first = Math.max(1, info.state.messages === 0 ? info.state.last_seq + 1 : info.state.first_seq);
     const frames = new HeldFrames(first);
     this.frames = frames;
@@ -101,7 +114,7 @@ export class StandbyTail {
       if (message.seq < frames.nextLsn) continue;
       if (message.seq > frames.nextLsn) {
         // Purged before it was read: if the state still needed those records, start over from the newest snapshot.
-        if (frames.nextLsn > this.state.lastLsn) {
+        if (frames.nextLsn > this.snapshotLsn) {
           this.logger.info({ stream: this.stream, from: frames.nextLsn, to: message.seq - 1 }, 'standby: records purged before they were read; starting over from the newest snapshot');
           this.messages.stop();
           return true;
@@ -110,8 +123,8 @@ export class StandbyTail {
       }
       const frame = frameOfMessage(this.stream, message);
       frames.push(message.seq, frame);
-      if (frame !== undefined && message.seq > this.state.lastLsn) {
-        apply(this.state, decodeHeldFrame(frame));
+      if (frame !== undefined && message.seq > this.snapshotLsn) {
+        this.replay.feed(decodeHeldFrame(frame));
         this.applied++;
       }
       if (performance.now() - trimmedAt > trimEveryMs) {
