@@ -109,8 +109,14 @@ export class StandbyTail {
     if (this.stopped) return false;
     const consumer = await jetstream(this.connection).consumers.get(this.stream, { opt_start_seq: first });
     this.messages = await consumer.consume({ max_messages: 1024 });
+    // stop() may have come while the consumer was being made: it found nothing to stop then.
+    if (this.stopped) {
+      this.messages.stop();
+      return false;
+    }
     let trimmedAt = performance.now();
     for await (const message of this.messages) {
+      if (this.stopped) break;
       if (message.seq < frames.nextLsn) continue;
       if (message.seq > frames.nextLsn) {
         // Purged before it was read: if the state still needed those records, start over from the newest snapshot.
