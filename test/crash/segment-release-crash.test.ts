@@ -16,9 +16,9 @@
  * The seed is printed; CAIRN_TEST_SEED replays the schedule.
  */
 import type { Channel, ChannelModel } from 'amqplib';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openLogReader } from '../../src/log/index.js';
-import { runCairnCommand, startBroker, tempDataDir, type BrokerProcess } from '../support/broker-process.js';
+import { runCairnCommand, startBroker, tempDataDir, useCleanups, type BrokerProcess } from '../support/broker-process.js';
 import { closeQuietly, closeTimeoutMs, connectQuietly, sleep, startPublisher, type Worker } from '../support/crash-amqp-clients.js';
 import { announceSeed, seededRandom, until } from '../support/kit.js';
 
@@ -28,10 +28,7 @@ const loadBeforeKillMsMin = 300;
 const loadBeforeKillMsSpread = 1200;
 const firstKeptMessages = 40;
 
-const cleanups: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const cleanups = useCleanups();
 
 async function broker(dir: string): Promise<BrokerProcess> {
   const running = await startBroker(dir, ['--mqtt-port', 'off', '--segment-bytes', '4096', '--snapshot-every', '300', '--retention-bytes', '0', '--release-segments', 'auto']);
