@@ -38,7 +38,11 @@ describe('warm standby tail', () => {
       const harness = new BrokerHarness(log);
       for (const command of before) await harness.run(command);
       const tail = StandbyTail.start(connection, address.stream, createLogger({ level: 'warn' }));
+      // Live before the second half, which ends with a record after any snapshot (a new durable queue): the tail
+      // must apply records it reads, not only load a snapshot (a slow start could otherwise find it all snapshotted).
+      await until(() => tail.readUpTo >= log.nextLsn - 1, 'the tail at the first half\'s last LSN', 30_000);
       for (const command of after) await harness.run(command);
+      await harness.run({ t: 'declare', q: 'standby-tail-last', durable: true });
       await harness.broker.flush();
       await log.sync();
       await until(() => tail.readUpTo >= log.nextLsn - 1, 'the tail at the log\'s last LSN', 30_000)
