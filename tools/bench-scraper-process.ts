@@ -2,9 +2,11 @@
  * Starts and stops the benchmarks' monitoring load (bench-scraper.ts) as a
  * child process: the built dist/tools/bench-scraper.js with the broker's HTTP
  * port, so the scraper's requests and parsing run outside the process that
- * measures the broker. Its stdout is one JSON line per event, read in order.
+ * measures the broker, at the lowest CPU priority. Its stdout is one JSON
+ * line per event, read in order.
  */
 import { spawn } from 'node:child_process';
+import { constants, setPriority } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { ScraperTotals } from './bench-scraper.js';
 
@@ -27,6 +29,8 @@ export interface ScraperProcess {
 
 export function startScraperProcess(httpPort: number, queues: number): Promise<ScraperProcess> {
   const child = spawn(process.execPath, [script, String(httpPort), String(queues)], { stdio: ['pipe', 'pipe', 'pipe'] });
+  // The lowest CPU priority: it stands in for a Prometheus on another machine (bench-scrape.ts), not for a neighbour of the broker.
+  if (child.pid !== undefined) setPriority(child.pid, constants.priority.PRIORITY_LOW);
   const lines: string[] = [];
   let read = 0;
   let stderr = '';

@@ -261,8 +261,11 @@ function sendError(response: ServerResponse, status: number, error: string, reas
 }
 
 function send(response: ServerResponse, status: number, contentType: string, body: string): void {
-  response.writeHead(status, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' });
-  response.end(body);
+  // Encoded once here: a large string handed to end() costs the broker about twice the CPU of the same bytes as a
+  // Buffer (Node's string write path), and a scrape of 1,000 queues sends hundreds of KiB.
+  const bytes = Buffer.from(body);
+  response.writeHead(status, { 'Content-Type': contentType, 'Content-Length': bytes.length, 'Cache-Control': 'no-store' });
+  response.end(bytes);
 }
 
 function sessionCounts(broker: Broker): { total: number; connected: number; persistent: number; pending: number } {
