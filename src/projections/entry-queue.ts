@@ -72,6 +72,8 @@ export class EntryQueue<M = never> {
     for (let i = 0; i < sizes.length; i++) bytes += sizes[i]!;
     queue.liveBytes = bytes;
     if (held !== undefined && held.size > 0) queue.heldMessages = new Map(held);
+    // Which entries were moved is not in the columns: the order can be trusted only if the LSNs ascend as they are.
+    for (let i = 1; i < lsns.length && queue.lsnsAscend; i++) queue.lsnsAscend = lsns[i - 1]! < lsns[i]!;
     return queue;
   }
 
@@ -87,6 +89,16 @@ export class EntryQueue<M = never> {
   private end = 0;
   private live = 0;
   private liveBytes = 0;
+  /**
+   * True while the slots' original LSNs ascend with their seqs (messages are queued in log order); a moved
+   * entry's LSN only grew since (relink), and its seq is in `moved`. Then the oldest entry in the log is
+   * among the moved ones before the first live unmoved entry, or that entry: oldestInLog stops there
+   * instead of reading every entry (it runs per snapshot and per metrics scrape, on millions of entries).
+   * Any insert that cannot show the order keeps it false until the queue is empty.
+   */
+  private lsnsAscend = true;
+  /** Seqs of relinked slots (kept for removed slots until compaction forgets them). */
+  private moved: Set<number> | undefined = undefined;
 
   get size(): number {
     return this.live;
@@ -102,10 +114,12 @@ export class EntryQueue<M = never> {
     let at = this.end > this.head && this.seqs[this.end - 1]! >= seq ? this.lowerBound(seq) : this.end;
     if (at < this.end && this.seqs[at] === seq) {
       assert((this.flagBits[at]! & EntryFlag.removed) !== 0, `seq ${seq} is already queued`);
+      this.moved?.delete(seq);
       this.write(at, seq, lsn, size, flags, deliveries);
     } else if (at === this.head && this.head > 0) {
       this.head--;
-      this.write(this.head, seq, lsn, size, flags, deliveries);
+      at = this.head;
+      this.write(at, seq, lsn, size, flags, deliveries);
     } else {
       if (this.end === this.seqs.length) {
         const appending = at === this.end;
@@ -119,6 +133,16 @@ export class EntryQueue<M = never> {
     this.live++;
     this.liveBytes += size;
     if (held !== undefined) (this.heldMessages ??= new Map()).set(seq, held);
+    if (this.lsnsAscend) this.lsnsAscend = held === undefined && this.inLsnOrder(at);
+  }
+
+  /** The slot at `at` keeps the original LSNs ascending: its neighbours (tombstones too) are unmoved and around it. */
+  private inLsnOrder(at: number): boolean {
+    const lsn = this.lsns[at]!;
+    const before = at - 1;
+    const after = at + 1;
+    if (before >= this.head && (this.moved?.has(this.seqs[before]!) === true || this.lsns[before]! >= lsn)) return false;
+    return !(after < this.end && (this.moved?.has(this.seqs[after]!) === true || this.lsns[after]! <= lsn));
   }
 
   has(seq: number): boolean {
@@ -191,6 +215,7 @@ export class EntryQueue<M = never> {
     const index = this.indexOf(seq);
     if (index < 0 || this.lsns[index] !== from || this.heldMessages?.has(seq) === true) return false;
     this.lsns[index] = to;
+    (this.moved ??= new Set()).add(seq);
     return true;
   }
 
@@ -204,6 +229,8 @@ export class EntryQueue<M = never> {
     for (let i = this.head; i < this.end; i++) {
       if ((this.flagBits[i]! & EntryFlag.removed) !== 0 || (held !== undefined && held.has(this.seqs[i]!))) continue;
       if (best < 0 || this.lsns[i]! < this.lsns[best]!) best = i;
+      // Every later entry's LSN is above this unmoved one's (see lsnsAscend).
+      if (this.lsnsAscend && this.moved?.has(this.seqs[i]!) !== true) break;
     }
     return best < 0 ? undefined : this.viewAt(best);
   }
@@ -235,6 +262,7 @@ export class EntryQueue<M = never> {
     this.live = 0;
     this.liveBytes = 0;
     this.heldMessages = undefined;
+    this.forgetOrder();
     return all;
   }
 
@@ -299,9 +327,16 @@ export class EntryQueue<M = never> {
     if (this.live === 0) {
       this.head = 0;
       this.end = 0;
+      this.forgetOrder();
     } else if (this.end - this.head > 64 && this.end - this.head > 2 * this.live) {
       this.compact();
     }
+  }
+
+  /** An empty queue has every order again. */
+  private forgetOrder(): void {
+    this.lsnsAscend = true;
+    this.moved = undefined;
   }
 
   private skipRemoved(): void {
@@ -371,6 +406,11 @@ export class EntryQueue<M = never> {
     }
     this.head = 0;
     this.end = to;
+    if (this.moved !== undefined) {
+      const live = new Set<number>();
+      for (const seq of this.moved) if (this.indexOf(seq) >= 0) live.add(seq);
+      this.moved = live.size > 0 ? live : undefined;
+    }
     if (this.seqs.length > initialCapacity * 4 && to * 4 < this.seqs.length) this.resize(Math.max(initialCapacity, to * 2));
   }
 

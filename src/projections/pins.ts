@@ -6,7 +6,8 @@
  * (collections.ts), never removed; a collection's map is in LSN order (a moved
  * document goes to its end), so its first entry is its oldest. A moved message
  * (segment-release.ts) keeps its seq under a newer LSN, so a destination's
- * oldest entry is found by looking at all of them, not at the first.
+ * oldest entry is not always its first (EntryQueue.oldestInLog looks past
+ * the moved ones).
  */
 import type { BrokerState } from './state.js';
 
