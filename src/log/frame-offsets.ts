@@ -5,15 +5,16 @@
  * give every frame's length (the next offset, or `end` for the last frame):
  * reading a record by LSN is one positioned read of exactly its frame.
  *
- * One f64 per record (~8 bytes of RAM; up to twice that while the array
- * grows, trimmed when a segment is sealed): a u32 would halve it, but offsets
- * can pass 4 GiB (segmentBytesMax goes up to 2^40), and every integer below
- * 2^53 is exact in a double. A typed array holds the numbers unboxed in one
+ * One u32 per record (4 bytes of RAM; up to twice that while the array
+ * grows, trimmed when a segment is sealed), widened to f64 (every integer
+ * below 2^53 is exact) the first time an offset passes 4 GiB: segments can be
+ * that large (segmentBytesMax goes up to 2^40), the default ones are far
+ * smaller. A typed array holds the numbers unboxed in one
  * allocation the garbage collector never scans. A sparse index (every n-th
  * frame, as Kafka keeps) would cost less RAM but a scan per read; a queued
  * message's reference is read exactly once per delivery, so the dense index
  * keeps that at one read. The index of every segment this process wrote or
- * read stays in memory until retention removes the segment: 8 MB per million
+ * read stays in memory until retention removes the segment: 4 MB per million
  * records held, so retention is what bounds it.
  *
  * Who fills it: the group commit as batches are written (a batch notes its
@@ -30,9 +31,11 @@ const capacityInitial = 1024;
 /** What a frame-length scan reads of a frame: the checksum, length and LSN fields. */
 const frameProbeBytes = 20;
 const scanChunkBytes = 1024 * 1024;
+/** The largest offset a u32 slot holds. */
+const u32Max = 0xffff_ffff;
 
 export class FrameOffsets {
-  private offsets = new Float64Array(capacityInitial);
+  private offsets: Uint32Array | Float64Array = new Uint32Array(capacityInitial);
   private countValue = 0;
   private endValue: number;
   /** Set when an index scan could not follow the frames to the segment's end: why, and where. */
@@ -56,6 +59,7 @@ export class FrameOffsets {
   /** Notes the next frame, of `length` bytes, right after the previous one. */
   add(length: number): void {
     if (this.countValue === this.offsets.length) this.grow(this.countValue + 1);
+    this.widenFor(this.endValue);
     this.offsets[this.countValue++] = this.endValue;
     this.endValue += length;
   }
@@ -65,6 +69,7 @@ export class FrameOffsets {
     assert(position === this.endValue, 'a batch is written somewhere other than right after the indexed frames');
     const total = this.countValue + batch.countValue;
     if (total > this.offsets.length) this.grow(total);
+    if (batch.countValue > 0) this.widenFor(batch.offsets[batch.countValue - 1]! + position);
     for (let i = 0; i < batch.countValue; i++) this.offsets[this.countValue + i] = batch.offsets[i]! + position;
     this.countValue = total;
     this.endValue = batch.endValue + position;
@@ -97,9 +102,18 @@ export class FrameOffsets {
   }
 
   private grow(needed: number): void {
-    const bigger = new Float64Array(Math.max(needed, this.offsets.length * 2));
+    const length = Math.max(needed, this.offsets.length * 2);
+    const bigger = this.offsets instanceof Uint32Array ? new Uint32Array(length) : new Float64Array(length);
     bigger.set(this.offsets.subarray(0, this.countValue));
     this.offsets = bigger;
+  }
+
+  /** Doubles the slots' width before an offset a u32 cannot hold is stored (a u32 store would wrap silently). */
+  private widenFor(offset: number): void {
+    if (offset <= u32Max || this.offsets instanceof Float64Array) return;
+    const wide = new Float64Array(this.offsets.length);
+    wide.set(this.offsets.subarray(0, this.countValue));
+    this.offsets = wide;
   }
 }
 
