@@ -11,7 +11,7 @@ import { resolve } from 'node:path';
 import mqtt from 'mqtt';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startBroker, tempDataDir } from '../support/broker-process.js';
-import { announceSeed } from '../support/kit.js';
+import { announceSeed, until } from '../support/kit.js';
 
 const cli = resolve(import.meta.dirname, '../../dist/src/cli.js');
 const cleanups: Array<() => Promise<unknown> | void> = [];
@@ -61,7 +61,9 @@ describe('inspect after kill -9', () => {
         }
       }
     }));
-    await sleep(150 + (seed % 350));
+    // Some publishes acknowledged however slow the machine (150 ms alone saw none at a high load), then a while.
+    await until(() => pubacked.length >= 20, '20 publishes acknowledged', 30_000);
+    await sleep(seed % 350);
     stop = true;
     await running.kill();
     publisher.end(true);

@@ -161,18 +161,22 @@ describe('MQTT across kill -9', () => {
       const live = await Promise.all(subscribers.filter(() => random() < 0.5).map((id) => client(running.mqttPort, id, false, received.get(id)!)));
       const publisher = await client(running.mqttPort, `p${round}`, true);
       let stop = false;
+      let ackedThisRound = 0;
       const publishing = (async () => {
         for (let i = 0; !stop && i < 1000; i++) {
           const payload = `r${round}-m${i}`;
           try {
             await publisher.client.publishAsync(`load/${i % 5}`, payload, { qos: (1 + (i % 2)) as 1 | 2 });
             acked.add(payload);
+            ackedThisRound++;
           } catch {
             return;
           }
         }
       })();
-      await sleep(100 + random() * 400);
+      // Enough records for a snapshot in every round however slow the machine (a time alone was too short at load 20), then a random while.
+      await until(() => ackedThisRound >= snapshotEveryRecords, `round ${round}: ${snapshotEveryRecords} publishes acknowledged`, 30_000);
+      await sleep(random() * 400);
       stop = true;
       await running.kill();
       // MQTT.js keeps an unacknowledged publish waiting for a reconnect that never comes: end the client to settle it.

@@ -340,7 +340,10 @@ describe('AMQP publisher confirms on the wire', () => {
     publish(raw, 'ledger');
     publish(raw, 'ledger');
     publish(raw, 'ledger', false, encodeProperties({ deliveryMode: 1 })); // transient: ready at once, but must wait for 1 and 2
-    await sleep(50);
+    // The server handles a channel's frames in order: once basic.qos is answered it has taken all three publishes
+    // (a 50 ms sleep here was too short on a loaded machine: the third arrived after the release, acked alone).
+    raw.send(1, { name: 'basic.qos', prefetchSize: 0, prefetchCount: 0, global: false });
+    await raw.expect('basic.qos-ok');
     expect(raw.pendingFrames).toBe(0);
     expect(log.held.length).toBeGreaterThan(0);
     log.releaseAll();
