@@ -60,14 +60,20 @@ export class WriterLease {
     const ttlMs = options.ttlMs ?? leaseTtlMsDefault;
     assert(ttlMs >= leaseTtlMsMin, `a writer lease lasts at least ${leaseTtlMsMin} ms`);
     const kv = await new Kvm(options.connection).create(`${options.stream}-writer`, { history: 1, ttl: ttlMs, replicas: options.replicas ?? 3 });
-    try {
-      const revision = await kv.create(leaseKey, options.holder);
-      (options.logger ?? silentLogger()).info({ stream: options.stream, holder: options.holder, revision, ttlMs }, 'took the writer lease');
-      return new WriterLease(kv, revision, options, ttlMs);
-    } catch (error) {
-      if (!isWrongLastSequence(error)) throw error;
-      const entry = await kv.get(leaseKey);
-      return { heldBy: entry === null ? 'nobody (it just expired)' : entry.string() };
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const revision = await kv.create(leaseKey, options.holder);
+        (options.logger ?? silentLogger()).info({ stream: options.stream, holder: options.holder, revision, ttlMs }, 'took the writer lease');
+        return new WriterLease(kv, revision, options, ttlMs);
+      } catch (error) {
+        if (!isWrongLastSequence(error)) throw error;
+        const entry = await kv.get(leaseKey);
+        if (entry !== null && entry.operation === 'PUT') return { heldBy: entry.string() };
+        // Released or expired: create() takes a deleted key, unless its own read of the key came from a replica
+        // that had not seen the delete yet (seen once on a loaded machine): try again.
+        if (attempt === releasedKeyAttempts) return { heldBy: 'nobody (it was just released or expired)' };
+        await new Promise((resolve) => setTimeout(resolve, 20 * attempt));
+      }
     }
   }
 
@@ -120,6 +126,9 @@ export class WriterLease {
     this.options.onLost?.(reason);
   }
 }
+
+/** Attempts to take a lease whose key was deleted (released) or expired before saying nobody holds it. */
+const releasedKeyAttempts = 4;
 
 function isWrongLastSequence(error: unknown): boolean {
   return error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamWrongLastSequence;
