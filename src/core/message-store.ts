@@ -6,6 +6,8 @@
  * touches the disk.
  *
  * The cache is bounded by bytes and forgets the oldest first (publish order).
+ * It keeps its own compact copy of a body that is a view into a larger buffer
+ * (a socket read chunk): a cached 1 KiB body must not keep 64 KiB alive.
  * Reads from the log are not cached: a consumer draining an old backlog reads
  * each message once, and caching it would only push out the recent messages
  * that live consumers are about to need.
@@ -75,7 +77,7 @@ export class MessageStore {
     const index = lsn - this.firstLsn;
     if (index < this.head || this.slots[index] !== undefined) return;
     while (this.slots.length < index) this.slots.push(undefined);
-    this.slots[index] = message;
+    this.slots[index] = unpinned(message);
     this.recentBytes += costOf(message);
     while (this.recentBytes > this.cacheBytesMax && this.head < this.slots.length) {
       const oldest = this.slots[this.head];
@@ -109,6 +111,15 @@ export class MessageStore {
     if (record.kind !== RecordKind.msg) throw new MessageReadError(lsn, new Error(`the record at LSN ${lsn} is not a message (kind ${record.kind})`));
     return storedMessageOf(record.body as MsgBody, record.lsn, record.timestamp);
   }
+}
+
+/** `message`, or a copy whose body and properties no longer hold a much larger buffer alive. */
+function unpinned(message: StoredMessage): StoredMessage {
+  const pins = (bytes: Uint8Array | undefined): boolean => bytes !== undefined && bytes.buffer.byteLength > Math.max(Buffer.poolSize, 2 * bytes.byteLength);
+  if (!pins(message.payload) && !pins(message.properties)) return message;
+  const copy = { ...message, payload: pins(message.payload) ? Buffer.from(message.payload) : message.payload };
+  if (message.properties !== undefined && pins(message.properties)) copy.properties = Buffer.from(message.properties);
+  return copy;
 }
 
 function costOf(message: StoredMessage): number {

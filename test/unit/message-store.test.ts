@@ -61,4 +61,24 @@ describe('MessageStore', () => {
     expect(store.read(1).topic).toBe('t1');
     expect(log.reads).toBe(1);
   });
+
+  it('keeps its own copy of a body that is a view into a larger buffer (a socket read chunk), the same bytes', () => {
+    const log = new FakeLog();
+    const store = new MessageStore(log, 1 << 20);
+    const chunk = Buffer.alloc(64 * 1024, 7);
+    chunk.write('hello', 1000);
+    const viewed: StoredMessage = { lsn: 1, timestamp: 1, topic: 't', payload: chunk.subarray(1000, 2024), properties: chunk.subarray(3000, 3010) };
+    store.remember(viewed);
+    log.append(viewed);
+    const cached = store.read(1);
+    expect(Buffer.from(cached.payload).equals(viewed.payload)).toBe(true);
+    expect(Buffer.from(cached.properties!).equals(viewed.properties!)).toBe(true);
+    expect(cached.payload.buffer).not.toBe(chunk.buffer);
+    expect(cached.properties!.buffer).not.toBe(chunk.buffer);
+    expect(log.reads).toBe(0);
+    // A body that owns its buffer (or shares a small pool slab) is kept as it is.
+    const own = messageAt(2, 1024);
+    store.remember(own);
+    expect(store.read(2)).toBe(own);
+  });
 });
