@@ -5,29 +5,17 @@
  * (stream purge). A failed durability step is the real one: another writer's message takes the sequence
  * this log expects, so its next publish is refused.
  */
-import { afterAll, beforeAll, describe } from 'vitest';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { describe } from 'vitest';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { JetStreamLog } from '../../src/log/jetstream/jetstream-log.js';
-import { startNatsCluster, type NatsCluster } from '../../tools/nats-cluster.js';
+import { useNatsCluster } from '../support/nats-cluster-hooks.js';
 import { logContract, type LogFactory, type LogHandle } from './log-contract.js';
 
-let cluster: NatsCluster;
-let admin: NatsConnection;
+const nats = useNatsCluster();
 let streams = 0;
 
-beforeAll(async () => {
-  cluster = await startNatsCluster();
-  admin = await connect({ servers: cluster.servers.split(',') });
-});
-
-afterAll(async () => {
-  await admin?.close();
-  await cluster?.stop();
-});
-
 async function removeStream(stream: string): Promise<void> {
-  const manager = await jetstreamManager(admin);
+  const manager = await jetstreamManager(nats.connection);
   for (const name of [stream, `OBJ_${stream}-snapshots`]) await manager.streams.delete(name).catch(() => undefined);
 }
 
@@ -35,7 +23,7 @@ export const jetStreamLogFactory: LogFactory = {
   capabilities: { segments: false, tornTails: false, retention: true },
   async create(): Promise<LogHandle> {
     const stream = `contract-${process.pid}-${++streams}`;
-    const open = (): Promise<JetStreamLog> => JetStreamLog.open({ address: { servers: cluster.servers.split(','), stream, tls: false } });
+    const open = (): Promise<JetStreamLog> => JetStreamLog.open({ address: { servers: nats.cluster.servers.split(','), stream, tls: false } });
     let log = await open();
     return {
       get log() {
@@ -48,7 +36,7 @@ export const jetStreamLogFactory: LogFactory = {
       },
       async failNextSync() {
         // Another writer takes the sequence this log's next append expects to follow.
-        await jetstream(admin).publish(`${stream}.log`, new Uint8Array(0));
+        await jetstream(nats.connection).publish(`${stream}.log`, new Uint8Array(0));
       },
       async destroy() {
         await log.close();

@@ -8,31 +8,19 @@
  * is lost by a holder that stopped renewing once another node took it.
  * Runs on a real three-node nats-server cluster (tools/nats-cluster.ts).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { describe, expect, it } from 'vitest';
 import { JetStreamLog } from '../../src/log/jetstream/jetstream-log.js';
 import { WriterLease } from '../../src/log/jetstream/writer-lease.js';
-import { startNatsCluster, type NatsCluster } from '../../tools/nats-cluster.js';
 import { until } from '../support/kit.js';
+import { useNatsCluster } from '../support/nats-cluster-hooks.js';
 
-let cluster: NatsCluster;
-let connection: NatsConnection;
-
-beforeAll(async () => {
-  cluster = await startNatsCluster();
-  connection = await connect({ servers: cluster.servers.split(',') });
-});
-
-afterAll(async () => {
-  await connection?.close();
-  await cluster?.stop();
-});
+const nats = useNatsCluster();
 
 const record = (writer: string, n: number) => ({ kind: 7, timestamp: n, body: { writer, n } });
 
 describe('fencing the JetStream log', () => {
   it('a new writer fences the old one: the old one\'s appends are refused, it fails, and no record interleaves', async () => {
-    const address = { servers: cluster.servers.split(','), stream: 'fencing-writers', tls: false };
+    const address = { servers: nats.cluster.servers.split(','), stream: 'fencing-writers', tls: false };
     const failures: string[] = [];
     const first = await JetStreamLog.open({ address, fence: true, onFailed: (error) => failures.push(error.code) });
     await first.append([1, 2, 3].map((n) => record('first', n)));
@@ -57,7 +45,7 @@ describe('fencing the JetStream log', () => {
     expect(results.filter((r) => r === 'refused').length).toBeGreaterThan(0);
 
     // What the stream holds, read by a third node: the first writer's acknowledged records, the fence, the second's.
-    const reader = await JetStreamLog.open({ address, connection });
+    const reader = await JetStreamLog.open({ address, connection: nats.connection });
     const stored = [...reader.read()].map((r) => ({ lsn: r.lsn, ...(r.body as { writer: string; n: number }) }));
     const fenceLsn = secondLsns[0]! - 1;
     expect(() => reader.readRecord(fenceLsn)).toThrow(expect.objectContaining({ code: 'ENORECORD', message: expect.stringContaining('fence') as unknown }));
@@ -73,13 +61,13 @@ describe('fencing the JetStream log', () => {
     const stream = 'fencing-lease';
     const lost: string[] = [];
     const ttlMs = 1_000;
-    const holder = await WriterLease.tryAcquire({ connection, stream, holder: 'node-a', ttlMs, onLost: (reason) => lost.push(reason) });
+    const holder = await WriterLease.tryAcquire({ connection: nats.connection, stream, holder: 'node-a', ttlMs, onLost: (reason) => lost.push(reason) });
     if (!(holder instanceof WriterLease)) throw new Error(`node-a could not take a fresh lease: held by ${holder.heldBy}`);
 
     // Renewed every third of the TTL: two TTLs later, node-b still cannot take it.
     const deadline = Date.now() + 2 * ttlMs;
     while (Date.now() < deadline) {
-      const attempt = await WriterLease.tryAcquire({ connection, stream, holder: 'node-b', ttlMs });
+      const attempt = await WriterLease.tryAcquire({ connection: nats.connection, stream, holder: 'node-b', ttlMs });
       expect(attempt).toEqual({ heldBy: 'node-a' });
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
@@ -87,7 +75,7 @@ describe('fencing the JetStream log', () => {
     // node-a stops renewing (paused); node-b takes the lease after the key expires.
     holder.stop();
     const started = performance.now();
-    const taker = await WriterLease.acquire({ connection, stream, holder: 'node-b', ttlMs });
+    const taker = await WriterLease.acquire({ connection: nats.connection, stream, holder: 'node-b', ttlMs });
     const takenAfterMs = performance.now() - started;
     expect(takenAfterMs).toBeGreaterThan(ttlMs / 2);
     expect(takenAfterMs).toBeLessThan(5 * ttlMs);
@@ -97,7 +85,7 @@ describe('fencing the JetStream log', () => {
     await until(() => lost.length > 0, 'node-a to hear it lost the lease');
     expect(lost[0]).toMatch(/another node took the writer lease/);
     await taker.release();
-    const after = await WriterLease.tryAcquire({ connection, stream, holder: 'node-c', ttlMs });
+    const after = await WriterLease.tryAcquire({ connection: nats.connection, stream, holder: 'node-c', ttlMs });
     expect(after).toBeInstanceOf(WriterLease);
     await (after as WriterLease).release();
   });

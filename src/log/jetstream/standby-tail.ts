@@ -12,10 +12,11 @@
  * writer died inside one, is the replayed state.
  *
  * Retention on the writer purges the front of the stream: every few seconds
- * the tail forgets the frames below the stream's first sequence. If the read
- * fell so far behind that records it has not applied yet were purged, those
- * records are below the writer's newest snapshot: the tail starts over from
- * that snapshot.
+ * the tail forgets the messages below the stream's first sequence. If the read
+ * fell so far behind that messages it had not read were purged (the next
+ * message read comes after a gap in sequences) and they held records past the
+ * snapshot the state started from, those records are below the writer's
+ * newest snapshot: the tail starts over from that snapshot.
  */
 import { decode } from '@msgpack/msgpack';
 import { jetstream, type ConsumerMessages, type JetStreamManager, jetstreamManager } from '@nats-io/jetstream';
@@ -24,9 +25,10 @@ import type { Logger } from '../../logger.js';
 import { decodeState, type EncodedState } from '../../projections/snapshot-codec.js';
 import { GroupedReplay } from '../../projections/transaction-groups.js';
 import { initialState, type BrokerState } from '../../projections/state.js';
-import { HeldFrames } from './held-frames.js';
+import type { HeldFrames } from './held-frames.js';
 import { SnapshotBucket, type StoredSnapshot } from './snapshot-bucket.js';
-import { decodeHeldFrame, frameOfMessage } from './stream-reader.js';
+import { decodeHeldFrame, type MessageFrames } from './stream-message.js';
+import { framesForStream, holdMessage } from './stream-reader.js';
 
 const trimEveryMs = 5_000;
 
@@ -102,12 +104,11 @@ export class StandbyTail {
     this.snapshot = await bucket.load();
     this.state = this.snapshot === undefined ? initialState() : decodeState(decode(this.snapshot.data) as EncodedState);
     this.replay = new GroupedReplay(this.state);
-    const first = Math.max(1, info.state.messages === 0 ? info.state.last_seq + 1 : info.state.first_seq);
-    const frames = new HeldFrames(first);
+    const frames = framesForStream(info.state, this.snapshotLsn);
     this.frames = frames;
     this.applied = 0;
     if (this.stopped) return false;
-    const consumer = await jetstream(this.connection).consumers.get(this.stream, { opt_start_seq: first });
+    const consumer = await jetstream(this.connection).consumers.get(this.stream, { opt_start_seq: frames.nextSequence });
     this.messages = await consumer.consume({ max_messages: 1024 });
     // stop() may have come while the consumer was being made: it found nothing to stop then.
     if (this.stopped) {
@@ -115,28 +116,32 @@ export class StandbyTail {
       return false;
     }
     let trimmedAt = performance.now();
+    let startOver = false;
+    // Purged before it was read: if the state still needed any of those records, start over from the newest snapshot.
+    const skipPurged = (next: MessageFrames): boolean => {
+      if (next.firstLsn - 1 <= this.snapshotLsn) return true;
+      this.logger.info({ stream: this.stream, from: frames.nextLsn, to: next.firstLsn - 1 }, 'standby: records purged before they were read; starting over from the newest snapshot');
+      startOver = true;
+      return false;
+    };
     for await (const message of this.messages) {
       if (this.stopped) break;
-      if (message.seq < frames.nextLsn) continue;
-      if (message.seq > frames.nextLsn) {
-        // Purged before it was read: if the state still needed those records, start over from the newest snapshot.
-        if (frames.nextLsn > this.snapshotLsn) {
-          this.logger.info({ stream: this.stream, from: frames.nextLsn, to: message.seq - 1 }, 'standby: records purged before they were read; starting over from the newest snapshot');
-          this.messages.stop();
-          return true;
-        }
-        frames.skipTo(message.seq);
+      const lsn = frames.nextLsn;
+      if (!holdMessage(this.stream, frames, message, skipPurged)) {
+        if (!startOver) continue;
+        this.messages.stop();
+        return true;
       }
-      const frame = frameOfMessage(this.stream, message);
-      frames.push(message.seq, frame);
-      if (frame !== undefined && message.seq > this.snapshotLsn) {
+      for (let held = Math.max(lsn, frames.firstLsn, this.snapshotLsn + 1); held < frames.nextLsn; held++) {
+        const frame = frames.get(held);
+        if (frame === undefined) continue;
         this.replay.feed(decodeHeldFrame(frame));
         this.applied++;
       }
       if (performance.now() - trimmedAt > trimEveryMs) {
         trimmedAt = performance.now();
         const now = await manager.streams.info(this.stream);
-        frames.dropBelow(now.state.first_seq);
+        frames.dropBelowSequence(now.state.first_seq);
       }
     }
     return false;

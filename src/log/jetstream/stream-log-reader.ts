@@ -6,8 +6,8 @@
  * serving node.
  *
  * The stream is read once, when the reader opens (as the log itself reads it
- * at start-up): every message checked as a segment's frame is (checksum,
- * length, LSN = sequence). A bad message is kept as a bad record for
+ * at start-up): every message decoded into its frames and checked as
+ * stream-message.ts says. A bad message is kept as a bad record for
  * `verify` and skipped by reads, instead of stopping the read there. The
  * stream is one "segment" to the inspector; a fence (an empty message: a
  * writer's takeover) is an LSN without a record. The bucket's snapshot is
@@ -17,16 +17,17 @@
  */
 import { join } from 'node:path';
 import { jetstreamManager, JetStreamApiCodes, JetStreamApiError, jetstream } from '@nats-io/jetstream';
-import { LogError } from '../errors.js';
+import { CorruptRecordError, LogError } from '../errors.js';
 import { nodeFileSystem, type LogFileSystem } from '../file-system.js';
 import { checkReadFrom, type ReadFrom } from '../read.js';
 import type { BadRecord, LogReader, VerifyReport } from '../reader.js';
 import type { LogRecord, Lsn } from '../record.js';
 import { encodeSnapshotHeader, snapshotFileName, type SnapshotFileInfo } from '../snapshot.js';
 import type { JetStreamAddress } from './jetstream-address.js';
-import { connectToNats } from './nats-connection.js';
+import { connectToNats, type NatsConnection } from './nats-connection.js';
 import { SnapshotBucket } from './snapshot-bucket.js';
-import { decodeHeldFrame, frameOfMessage } from './stream-reader.js';
+import type { StreamState } from './stream-reader.js';
+import { decodeHeldFrame, decodeStreamMessage } from './stream-message.js';
 
 /** The directory the reader says it reads: no such directory exists; only its snapshot file is served. */
 const virtualDir = '/nonexistent/cairn-jetstream-snapshots';
@@ -47,29 +48,7 @@ export async function openJetStreamLogReader(address: JetStreamAddress, options:
       throw error;
     });
     const segment = streamSegmentName(address);
-    const firstLsn = Math.max(1, state.messages === 0 ? state.last_seq + 1 : state.first_seq);
-    const lastLsn = state.last_seq;
-    const records: Array<LogRecord | undefined> = [];
-    const badRecords: BadRecord[] = [];
-    let bytes = 0;
-    if (lastLsn >= firstLsn) {
-      const consumer = await jetstream(connection).consumers.get(address.stream, { opt_start_seq: firstLsn });
-      const messages = await consumer.consume({ max_messages: 1024 });
-      try {
-        for await (const message of messages) {
-          bytes += message.data.length;
-          try {
-            const frame = frameOfMessage(address.stream, message);
-            records[message.seq - firstLsn] = frame === undefined ? undefined : decodeHeldFrame(frame);
-          } catch (error) {
-            badRecords.push({ segment, lsn: message.seq, offset: 0, reason: error instanceof Error ? error.message : String(error) });
-          }
-          if (message.seq >= lastLsn) break;
-        }
-      } finally {
-        messages.stop();
-      }
-    }
+    const { records, badRecords, bytes, firstLsn, lastLsn } = await readStream(connection, address.stream, segment, state);
     // Replicas matter only to a bucket's creation, which a reader never does.
     const snapshot = await (await SnapshotBucket.open(connection, address.stream, 1)).load();
     const snapshots: SnapshotFileInfo[] = [];
@@ -104,6 +83,52 @@ export async function openJetStreamLogReader(address: JetStreamAddress, options:
   } finally {
     await connection.close();
   }
+}
+
+interface StreamContents {
+  /** records[i] is the record of LSN firstLsn + i (undefined: a fence, or in a bad message). */
+  readonly records: Array<LogRecord | undefined>;
+  readonly badRecords: BadRecord[];
+  readonly bytes: number;
+  readonly firstLsn: Lsn;
+  readonly lastLsn: Lsn;
+}
+
+/**
+ * Every message of the stream, decoded (stream-message.ts). A bad message is a bad record at the LSN it
+ * should have started at; the read goes on, and the next good message says where LSNs continue.
+ */
+async function readStream(connection: NatsConnection, stream: string, segment: string, state: StreamState): Promise<StreamContents> {
+  const records: Array<LogRecord | undefined> = [];
+  const badRecords: BadRecord[] = [];
+  let bytes = 0;
+  let firstLsn: Lsn | undefined = state.messages === 0 ? state.last_seq + 1 : undefined;
+  let expectedLsn = firstLsn;
+  if (state.messages > 0) {
+    const consumer = await jetstream(connection).consumers.get(stream, { opt_start_seq: Math.max(1, state.first_seq) });
+    const messages = await consumer.consume({ max_messages: 1024 });
+    try {
+      for await (const message of messages) {
+        bytes += message.data.length;
+        try {
+          const contents = decodeStreamMessage(stream, message, expectedLsn);
+          firstLsn ??= contents.firstLsn;
+          contents.frames.forEach((frame, i) => {
+            records[contents.firstLsn + i - firstLsn!] = frame === undefined ? undefined : decodeHeldFrame(frame);
+          });
+          expectedLsn = contents.firstLsn + contents.frames.length;
+        } catch (error) {
+          badRecords.push({ segment, lsn: error instanceof CorruptRecordError ? error.lsn : expectedLsn ?? message.seq, offset: error instanceof CorruptRecordError ? error.offset : 0, reason: error instanceof Error ? error.message : String(error) });
+          expectedLsn = undefined;
+        }
+        if (message.seq >= state.last_seq) break;
+      }
+    } finally {
+      messages.stop();
+    }
+  }
+  firstLsn ??= Math.max(1, state.first_seq);
+  return { records, badRecords, bytes, firstLsn, lastLsn: firstLsn + records.length - 1 };
 }
 
 /** The records from `from` on, as the file reader reads them (read.ts): from an LSN, then from the first at or after a time. */
