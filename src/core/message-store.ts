@@ -6,8 +6,8 @@
  * touches the disk.
  *
  * The cache is bounded by bytes and forgets the oldest first (publish order).
- * It keeps its own compact copy of a body that is a view into a larger buffer
- * (a socket read chunk): a cached 1 KiB body must not keep 64 KiB alive.
+ * It keeps its own copy of a body that is a view into a larger buffer (a
+ * socket read chunk, see unpinned-bytes.ts).
  * Reads from the log are not cached: a consumer draining an old backlog reads
  * each message once, and caching it would only push out the recent messages
  * that live consumers are about to need.
@@ -15,6 +15,7 @@
 import { storedMessageOf } from '../projections/apply.js';
 import { RecordKind, type BrokerRecord, type MsgBody } from '../projections/records.js';
 import type { StoredMessage } from '../projections/state.js';
+import { pinsLargerBuffer, unpinned } from './unpinned-bytes.js';
 
 /** A queued message's record could not be read (a damaged or missing segment): the message stays queued. */
 export class MessageReadError extends Error {
@@ -77,7 +78,7 @@ export class MessageStore {
     const index = lsn - this.firstLsn;
     if (index < this.head || this.slots[index] !== undefined) return;
     while (this.slots.length < index) this.slots.push(undefined);
-    this.slots[index] = unpinned(message);
+    this.slots[index] = unpinnedMessage(message);
     this.recentBytes += costOf(message);
     while (this.recentBytes > this.cacheBytesMax && this.head < this.slots.length) {
       const oldest = this.slots[this.head];
@@ -114,12 +115,9 @@ export class MessageStore {
 }
 
 /** `message`, or a copy whose body and properties no longer hold a much larger buffer alive. */
-function unpinned(message: StoredMessage): StoredMessage {
-  const pins = (bytes: Uint8Array | undefined): boolean => bytes !== undefined && bytes.buffer.byteLength > Math.max(Buffer.poolSize, 2 * bytes.byteLength);
-  if (!pins(message.payload) && !pins(message.properties)) return message;
-  const copy = { ...message, payload: pins(message.payload) ? Buffer.from(message.payload) : message.payload };
-  if (message.properties !== undefined && pins(message.properties)) copy.properties = Buffer.from(message.properties);
-  return copy;
+function unpinnedMessage(message: StoredMessage): StoredMessage {
+  if (!pinsLargerBuffer(message.payload) && (message.properties === undefined || !pinsLargerBuffer(message.properties))) return message;
+  return { ...message, payload: unpinned(message.payload), ...(message.properties !== undefined ? { properties: unpinned(message.properties) } : {}) };
 }
 
 function costOf(message: StoredMessage): number {

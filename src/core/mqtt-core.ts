@@ -28,6 +28,7 @@ import { parseSharedFilter, type SharedFilter } from './shared-subscription.js';
 import { SubscriptionIndex } from './subscription-index.js';
 import { isSharedFilter } from '../projections/shared-groups.js';
 import { topicMatchesFilter, validateTopicFilter } from './topic-filter.js';
+import { unpinned } from './unpinned-bytes.js';
 import type { BrokerState, StoredMessage } from '../projections/state.js';
 
 export interface MqttCoreContext extends PublishContext {
@@ -362,7 +363,7 @@ function mqttPublish(
     sessions,
     groups,
     queues,
-    ...(incoming.retain ? { retain: { t: topic, p: payload, qos, ...(mqttProperties !== undefined ? { m: messagePropertiesBody(mqttProperties) } : {}) } } : {}),
+    ...(incoming.retain ? { retain: { t: topic, p: unpinned(payload), qos, ...(mqttProperties !== undefined ? { m: messagePropertiesBody(mqttProperties) } : {}) } } : {}),
     ...(rx2 ? { rx2 } : {}),
     ...(session ? { session } : {}),
     docs,
