@@ -20,13 +20,14 @@ import {
 import { alternateExchangeOf, bindBody, checkEquivalentExchange } from './exchange-arguments.js';
 import { routeThroughExchanges } from './exchange-routing.js';
 import type { FieldTable } from '../protocols/amqp/codec/index.js';
-import { amqpMessageOf, isDurableEntry, isRedeliveredEntry, QueueRuntime, queuesAccepting, type QueueEntry } from './amqp-queue.js';
+import { amqpMessageOf, QueueRuntime, queuesAccepting, type QueueEntry } from './amqp-queue.js';
+import { isDurableEntry } from './destination-runtime.js';
 import { record, type PendingRecord } from './committer.js';
 import { deadLetter, deadLetterExchangeOf, endWithoutCopy } from './dead-letter.js';
 import { expirationMsOf, hasExpiration, HeadExpiry } from './message-expiry.js';
 import { QueueLeases } from './queue-lease.js';
 import type { Timers } from './timers.js';
-import type { EntryView } from '../projections/entry-queue.js';
+import { EntryFlag, type EntryView } from '../projections/entry-queue.js';
 import { publish, type PublishContext } from './publish.js';
 import { checkEquivalentArguments, checkQuorumProperties, queueArgumentsOf } from './queue-arguments.js';
 import { withDeliveryCount } from './delivery-count.js';
@@ -56,10 +57,7 @@ interface Head {
 
 function entryOf(head: Head): QueueEntry {
   const { ref, message } = head;
-  return {
-    seq: ref.seq, lsn: ref.lsn, size: ref.size, durable: isDurableEntry(ref), redelivered: isRedeliveredEntry(ref), deliveries: ref.deliveries,
-    message, held: ref.held !== undefined,
-  };
+  return { ...ref, durable: isDurableEntry(ref), redelivered: (ref.flags & EntryFlag.redelivered) !== 0, message };
 }
 
 export class AmqpCoreImpl implements AmqpCore {
@@ -178,7 +176,7 @@ export class AmqpCoreImpl implements AmqpCore {
 
   purgeQueue(name: string, owner: string): { messageCount: number; durable: Durable } {
     const queue = this.requireQueue(name, owner);
-    const purged = queue.takeAllReady();
+    const purged = queue.ready.clear();
     this.expiry.forget(queue);
     const durableSeqs = purged.filter(isDurableEntry).map((entry) => entry.seq);
     const durable = durableSeqs.length > 0 ? this.context.committer.commit([record('drop', { q: name, s: durableSeqs, why: 'purge' })]) : undefined;
@@ -355,7 +353,7 @@ export class AmqpCoreImpl implements AmqpCore {
     this.context.observer.messageOut('amqp');
     const delivery = queue.deliveryOf(entry, durable);
     if (options.noAck) this.finish(queue, entry.seq, entry.durable);
-    else queue.unacked.set(entry.seq, entry);
+    else queue.track(entry);
     return { delivery, messageCount: queue.messageCount };
   }
 
@@ -364,7 +362,7 @@ export class AmqpCoreImpl implements AmqpCore {
     const entry = queue?.unacked.get(delivery.seq);
     // The queue was deleted meanwhile (perhaps redeclared, reusing seqs): nothing left to settle.
     if (!queue || !entry || entry.message !== delivery.message) return;
-    queue.unacked.delete(delivery.seq);
+    queue.settle(delivery.seq);
     if (outcome === 'requeue' && queue.overDeliveryLimit(entry.deliveries + 1)) {
       // RabbitMQ decides on return: a message back past its limit dies now, not at its next turn.
       this.kill(queue, entry, 'delivery_limit');
@@ -392,7 +390,7 @@ export class AmqpCoreImpl implements AmqpCore {
       if (!entry) break;
       const durable = this.recordDelivery(queue, entry);
       if (consumer.noAck) this.finish(queue, entry.seq, entry.durable);
-      else queue.unacked.set(entry.seq, entry);
+      else queue.track(entry);
       this.context.observer.messageOut('amqp');
       consumer.deliver(queue.deliveryOf(entry, durable));
     }

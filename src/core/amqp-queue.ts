@@ -1,7 +1,8 @@
 /**
- * An AMQP queue at run time: its ready messages in seq order, what its
- * consumers hold unacknowledged, and round-robin dispatch that skips consumers
- * at their prefetch limit.
+ * An AMQP queue at run time: a destination (destination-runtime.ts: ready
+ * messages in seq order, what its consumers hold unacknowledged, the bound)
+ * with AMQP consumers plugged in, taking messages by round robin within their
+ * prefetch.
  *
  * Ready messages are references (entry-queue.ts): a persistent message in a
  * durable queue is its msg record's LSN, read back from the log (or the
@@ -25,35 +26,19 @@ import type { QueueState, StoredMessage } from '../projections/state.js';
 import { limitsOf, wouldOverflow, type QueueLimits } from './queue-arguments.js';
 import type { AmqpConsumer, AmqpMessage, QueueDelivery } from './api.js';
 import { amqpPropertiesOfMqtt } from './bridge-properties.js';
+import { ConsumerRing, DestinationRuntime } from './destination-runtime.js';
 import { swapSeparators } from './mqtt-sessions.js';
-import { ReadyEntries } from './ready-entries.js';
 
-/** A message taken off the ready list: delivered, maybe unacknowledged. */
-export interface QueueEntry {
-  readonly seq: number;
-  /** Its msg record (0: transient, never logged). */
-  readonly lsn: number;
-  readonly size: number;
-  /** Written to the log (persistent message in a durable queue). */
+/** A message taken off the ready list: delivered, maybe unacknowledged. `held`: the message is not read from the log (transient, or from a format-1 snapshot), so a requeue keeps it. */
+export interface QueueEntry extends EntryView<AmqpMessage> {
+  /** Written to the log (persistent message in a durable queue); its lsn is 0 when not. */
   readonly durable: boolean;
-  redelivered: boolean;
-  /** Deliveries before this one (the projection's count for a durable entry). */
-  readonly deliveries: number;
+  readonly redelivered: boolean;
   readonly message: AmqpMessage;
-  /** The message is not read from the log (transient, or from a format-1 snapshot): a requeue keeps it. */
-  readonly held: boolean;
 }
 
-export class QueueRuntime {
-  /** Ready entries in ascending seq order: a view over the durable queue's projection plus transient and requeued entries. */
-  readonly ready: ReadyEntries;
-  readonly unacked = new Map<number, QueueEntry>();
-  readonly consumers: AmqpConsumer[] = [];
-  private nextConsumer = 0;
-  /** Consumers with a priority other than 0: when none, round robin needs no priority comparison. */
-  private prioritizedConsumers = 0;
-  nextSeq: number;
-  dropped = 0;
+export class QueueRuntime extends DestinationRuntime<AmqpMessage, QueueEntry> {
+  private readonly ring = new ConsumerRing<AmqpConsumer>((consumer) => consumer.priority ?? 0);
   /** Set once a consumer has subscribed: auto-delete applies only after that [AMQP 0-9-1 queue.declare auto-delete]. */
   hadConsumer = false;
   exclusiveConsumer: AmqpConsumer | undefined = undefined;
@@ -76,26 +61,21 @@ export class QueueRuntime {
     readonly durable: boolean,
     readonly autoDelete: boolean,
     readonly exclusiveOwner: string | undefined,
-    /** The projection's state of a durable queue. */
-    readonly state: QueueState | undefined,
+    /** The projection's state of a durable queue: the ready list is a view over it. */
+    state: QueueState | undefined,
     /** As declared, validated (queue-arguments.ts). */
     readonly queueArguments: QueueArguments | undefined,
   ) {
-    this.nextSeq = state?.nextSeq ?? 1;
+    super(state, amqpMessageOf);
     this.limits = limitsOf(this.queueArguments);
     this.deliveryLimit = queueArguments?.['x-delivery-limit'];
     this.countsDeliveries = this.deliveryLimit !== undefined || queueArguments?.['x-queue-type'] === 'quorum';
     this.singleActiveConsumer = queueArguments?.['x-single-active-consumer'] === true;
     this.keepsEveryMessage = queueArguments?.['x-queue-type'] === 'quorum';
-    this.ready = new ReadyEntries(state, amqpMessageOf);
   }
 
-  get readyCount(): number {
-    return this.ready.size;
-  }
-
-  get readyBytes(): number {
-    return this.ready.bytes;
+  get consumers(): readonly AmqpConsumer[] {
+    return this.ring.list;
   }
 
   get messageCount(): number {
@@ -107,22 +87,9 @@ export class QueueRuntime {
     return this.limits.rejectPublish && wouldOverflow(this.limits, this.readyCount, this.readyBytes, size);
   }
 
-  takeSeq(): number {
-    return this.nextSeq++;
-  }
-
   /** A durable entry is its LSN; a transient one holds its message. */
-  push(seq: number, lsn: number, size: number, durable: boolean, redelivered: boolean, held?: AmqpMessage, deliveries = 0): void {
-    this.ready.insert(seq, lsn, size, (durable ? EntryFlag.durable : 0) | (redelivered ? EntryFlag.redelivered : 0), held, deliveries);
-  }
-
-  /**
-   * Back to its place by seq, flagged redelivered, with the delivery that just ended counted (the
-   * projection counts a durable one's by its deliver record); a durable one is read from the log
-   * again when it is next delivered.
-   */
-  requeue(entry: QueueEntry): void {
-    this.push(entry.seq, entry.lsn, entry.size, entry.durable, true, entry.held ? entry.message : undefined, entry.deliveries + 1);
+  push(seq: number, lsn: number, size: number, held?: AmqpMessage): void {
+    this.ready.insert(seq, lsn, size, held === undefined ? EntryFlag.durable : 0, held);
   }
 
   /** Whether a message with this many deliveries so far has reached the x-delivery-limit [RabbitMQ quorum queues]. */
@@ -130,14 +97,8 @@ export class QueueRuntime {
     return this.deliveryLimit !== undefined && deliveries > this.deliveryLimit;
   }
 
-  /** All ready entries, taken off the ready list (purge). */
-  takeAllReady(): EntryView<AmqpMessage>[] {
-    return this.ready.clear();
-  }
-
   addConsumer(consumer: AmqpConsumer): void {
-    this.consumers.push(consumer);
-    if ((consumer.priority ?? 0) !== 0) this.prioritizedConsumers++;
+    this.ring.add(consumer);
   }
 
   /**
@@ -145,32 +106,13 @@ export class QueueRuntime {
    * that can, or undefined. A single-active-consumer queue has one candidate: its earliest consumer.
    */
   nextAcceptingConsumer(): AmqpConsumer | undefined {
-    if (this.singleActiveConsumer) {
-      const active = this.consumers[0];
-      return active?.canAccept() ? active : undefined;
-    }
-    const count = this.consumers.length;
-    let chosen = -1;
-    for (let i = 0; i < count; i++) {
-      const index = (this.nextConsumer + i) % count;
-      const consumer = this.consumers[index]!;
-      if (chosen >= 0 && (consumer.priority ?? 0) <= (this.consumers[chosen]!.priority ?? 0)) continue;
-      if (!consumer.canAccept()) continue;
-      chosen = index;
-      if (this.prioritizedConsumers === 0) break;
-    }
-    if (chosen < 0) return undefined;
-    this.nextConsumer = (chosen + 1) % count;
-    return this.consumers[chosen];
+    if (!this.singleActiveConsumer) return this.ring.next((consumer) => consumer.canAccept());
+    const active = this.ring.list[0];
+    return active?.canAccept() ? active : undefined;
   }
 
   removeConsumer(consumer: AmqpConsumer): boolean {
-    const index = this.consumers.indexOf(consumer);
-    if (index < 0) return false;
-    this.consumers.splice(index, 1);
-    if ((consumer.priority ?? 0) !== 0) this.prioritizedConsumers--;
-    if (this.nextConsumer > index) this.nextConsumer--;
-    if (this.nextConsumer >= this.consumers.length) this.nextConsumer = 0;
+    if (!this.ring.remove(consumer)) return false;
     if (this.exclusiveConsumer === consumer) this.exclusiveConsumer = undefined;
     return true;
   }
@@ -184,15 +126,6 @@ export class QueueRuntime {
 /** The queues that take a message of `size` body bytes: a full one with x-overflow = reject-publish refuses it. */
 export function queuesAccepting(queues: readonly QueueRuntime[], size: number): readonly QueueRuntime[] {
   return queues.some((queue) => queue.refuses(size)) ? queues.filter((queue) => !queue.refuses(size)) : queues;
-}
-
-/** Whether a ready-list entry is durable / redelivered. */
-export function isDurableEntry(entry: EntryView<unknown>): boolean {
-  return (entry.flags & EntryFlag.durable) !== 0;
-}
-
-export function isRedeliveredEntry(entry: EntryView<unknown>): boolean {
-  return (entry.flags & EntryFlag.redelivered) !== 0;
 }
 
 /** Raw content-header properties holding only delivery-mode (flag bit 12): for MQTT messages crossing into AMQP. */

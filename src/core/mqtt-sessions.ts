@@ -80,6 +80,11 @@ export class SessionRuntime {
     return seq;
   }
 
+  /** Whether the in-flight window (own messages, shared deliveries, owed PUBRELs) has room, narrowed by an MQTT 5 client's Receive Maximum [MQTT-4.9.0-1]. */
+  windowHasRoom(windowMax: number): boolean {
+    return this.inflight.size + this.sharedInflight.size + this.state.rel.size < Math.min(windowMax, this.link?.inflightMax ?? Infinity);
+  }
+
   consumeNext(): void {
     this.sendCursor = this.candidate;
   }
@@ -103,9 +108,7 @@ export class SessionDelivery {
   pump(session: SessionRuntime): void {
     const link = session.link;
     if (!link) return;
-    // An MQTT 5 client's Receive Maximum narrows the window [MQTT-4.9.0-1].
-    const window = Math.min(this.limits.sessionInflightMessagesMax, link.inflightMax ?? Infinity);
-    while (session.inflight.size + session.sharedInflight.size + session.state.rel.size < window) {
+    while (session.windowHasRoom(this.limits.sessionInflightMessagesMax)) {
       const seq = session.nextToSend();
       if (seq === undefined) return;
       const packetId = packetIdOf(seq);

@@ -18,10 +18,11 @@
 import type { DeathReason, DocBody, MsgBody, RetainBody, Rx2Body, SessionBody } from '../projections/records.js';
 import { messagePropertiesBody } from '../projections/message-properties.js';
 import type { MessageProperties, StoredMessage } from '../projections/state.js';
-import { EntryFlag, type EntryView } from '../projections/entry-queue.js';
+import type { EntryView } from '../projections/entry-queue.js';
 import type { AmqpMessage, Durable, Qos } from './api.js';
 import { amqpMessageOf, type QueueRuntime } from './amqp-queue.js';
 import { record, type Committer, type PendingRecord } from './committer.js';
+import { recordBoundDrops } from './destination-runtime.js';
 import type { CoreLimits } from './limits.js';
 import type { MessageStore } from './message-store.js';
 import type { BrokerObserver } from './observer.js';
@@ -188,23 +189,15 @@ function planQueues(context: PublishContext, publication: Publication, records: 
     const messagesMax = Math.min(queueReadyMessagesMax, readyMessagesMax);
     const bytesMax = Math.min(queueReadyBytesMax, readyBytesMax);
     const fits = readyMessagesMax >= 1 && size <= readyBytesMax;
-    const dropped: number[] = [];
+    const oldest = queue.dropOldest(fits ? messagesMax : 0, bytesMax, size);
     // With a dead-letter exchange the oldest are dead-lettered after this publish (their ends are the copies' records).
-    const deadLettering = context.overflowed !== undefined && queue.queueArguments?.['x-dead-letter-exchange'] !== undefined;
-    while (queue.readyCount > 0 && (!fits || queue.readyCount >= messagesMax || queue.readyBytes + size > bytesMax)) {
-      const oldest = queue.ready.shift()!;
-      if (deadLettering) {
-        overflowed ??= new Map();
-        const entries = overflowed.get(queue) ?? [];
-        entries.push(oldest);
-        overflowed.set(queue, entries);
-        continue;
-      }
-      queue.dropped++;
-      context.observer.drop('queue', 1);
-      if ((oldest.flags & EntryFlag.durable) !== 0) dropped.push(oldest.seq);
+    if (oldest.length > 0 && context.overflowed !== undefined && queue.queueArguments?.['x-dead-letter-exchange'] !== undefined) {
+      (overflowed ??= new Map()).set(queue, oldest);
+    } else if (oldest.length > 0) {
+      queue.dropped += oldest.length;
+      context.observer.drop('queue', oldest.length);
+      recordBoundDrops({ q: queue.name }, oldest, records);
     }
-    if (dropped.length > 0) records.push(record('drop', { q: queue.name, s: dropped, why: 'bound' }));
     if (!fits) {
       queue.dropped++;
       context.observer.drop('queue', 1);
@@ -257,8 +250,8 @@ function deliverToQueues(context: PublishContext, queues: readonly QueueRuntime[
   let transient: AmqpMessage | undefined;
   for (const queue of queues) {
     const seq = durableSeq.get(queue);
-    if (seq !== undefined) queue.push(seq, message.lsn, size, true, false);
-    else queue.push(queue.takeSeq(), 0, size, false, false, transient ??= amqpMessageOf(message));
+    if (seq !== undefined) queue.push(seq, message.lsn, size);
+    else queue.push(queue.takeSeq(), 0, size, transient ??= amqpMessageOf(message));
     context.dispatch(queue);
   }
 }

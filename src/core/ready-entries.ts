@@ -1,8 +1,8 @@
 /**
- * The ready list of an AMQP queue, as a view over the queue's projection
- * rather than a copy of it: a durable queue's persistent messages are already
- * entries of its QueueState (seq, LSN, size, delivery count), so the run time
- * keeps only what the projection cannot know:
+ * The ready list of a destination (destination-runtime.ts), as a view over its
+ * projection rather than a copy of it: a durable queue's persistent messages
+ * are already entries of its QueueState (seq, LSN, size, delivery count), so
+ * the run time keeps only what the projection cannot know:
  *
  * - `cursor`: every projection entry at or below it has been taken off the
  *   ready list (delivered and unacknowledged, or settled and about to leave
@@ -19,22 +19,21 @@
  * running totals, so length limits cost nothing per publish.
  */
 import { EntryFlag, EntryQueue, type EntryView } from '../projections/entry-queue.js';
-import type { QueueState, StoredMessage } from '../projections/state.js';
-import type { AmqpMessage } from './api.js';
+import type { DestinationState, StoredMessage } from '../projections/state.js';
 
-export class ReadyEntries {
+export class ReadyEntries<M> {
   private cursor = 0;
-  private readonly extra = new EntryQueue<AmqpMessage>();
-  private readonly tail = new EntryQueue<AmqpMessage>();
+  private readonly extra = new EntryQueue<M>();
+  private readonly tail = new EntryQueue<M>();
   /** Projection entries above the cursor (all ready). */
   private aboveCursor = 0;
   private aboveCursorBytes = 0;
 
   constructor(
-    /** The projection of a durable queue; undefined for a transient queue (everything held in `extra`). */
-    private readonly durable: QueueState | undefined,
+    /** The projection of a durable destination; undefined: a list of its own (everything in `extra`). */
+    private readonly durable: DestinationState | undefined,
     /** A message the projection holds itself (read from a format-1 snapshot), as a consumer sees it. */
-    private readonly heldMessage: (message: StoredMessage) => AmqpMessage,
+    private readonly heldMessage: (message: StoredMessage) => M,
   ) {
     // At start-up everything the projection holds is ready.
     if (durable) {
@@ -57,20 +56,20 @@ export class ReadyEntries {
    * Put an entry on the ready list: a new durable message (its msg record may not be applied yet),
    * a requeued one, or a transient one with its body.
    */
-  insert(seq: number, lsn: number, size: number, flags: number, held?: AmqpMessage, deliveries = 0): void {
+  insert(seq: number, lsn: number, size: number, flags: number, held?: M, deliveries = 0): void {
     const isNew = held === undefined && this.durable !== undefined && seq >= this.durable.nextSeq;
     (isNew ? this.tail : this.extra).insert(seq, lsn, size, flags, held, deliveries);
   }
 
   /** The head without taking it. */
-  first(): EntryView<AmqpMessage> | undefined {
+  first(): EntryView<M> | undefined {
     this.absorbApplied();
     const [view] = this.head();
     return view;
   }
 
   /** Take the head off the ready list. */
-  shift(): EntryView<AmqpMessage> | undefined {
+  shift(): EntryView<M> | undefined {
     this.absorbApplied();
     const [view, source] = this.head();
     if (view === undefined) return undefined;
@@ -86,13 +85,13 @@ export class ReadyEntries {
   }
 
   /** Everything ready, taken off the list (purge), in seq order. */
-  clear(): EntryView<AmqpMessage>[] {
-    const all: EntryView<AmqpMessage>[] = [];
+  clear(): EntryView<M>[] {
+    const all: EntryView<M>[] = [];
     for (let view = this.shift(); view !== undefined; view = this.shift()) all.push(view);
     return all;
   }
 
-  private head(): [EntryView<AmqpMessage> | undefined, 'extra' | 'tail' | 'projection'] {
+  private head(): [EntryView<M> | undefined, 'extra' | 'tail' | 'projection'] {
     let best = this.extra.size > 0 ? this.extra.first() : undefined;
     let source: 'extra' | 'tail' | 'projection' = 'extra';
     const tailHead = this.tail.size > 0 ? this.tail.first() : undefined;

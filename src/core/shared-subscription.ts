@@ -4,12 +4,13 @@
  * matching a group's filter goes to ONE member of the group.
  *
  * A group is a destination of its own, as an AMQP queue is (not a choice of a
- * member's session at publish time): a ready list of entries in seq order and,
- * when the group has a persistent member, the projection's GroupState
- * (projections/shared-groups.ts), which the msg/ack/deliver/drop records keep.
- * Its consumers are the MQTT connections of its members: round robin among the
- * connected ones, skipping a member whose in-flight window (its own messages,
- * shared deliveries and owed PUBRELs) is full.
+ * member's session at publish time): a DestinationRuntime (destination-runtime.ts)
+ * whose ready list is a list of its own and, when the group has a persistent
+ * member, the projection's GroupState (projections/shared-groups.ts), which
+ * the msg/ack/deliver/drop records keep. Its consumers are the MQTT
+ * connections of its members: round robin among the connected ones, skipping
+ * a member whose in-flight window (its own messages, shared deliveries and
+ * owed PUBRELs) is full.
  *
  * A shared delivery borrows a packet id of the member's connection
  * (SessionRuntime.sharedInflight); the session's pump neither reuses it nor
@@ -22,13 +23,14 @@
  */
 import { mqttPropertiesOf } from './bridge-properties.js';
 import { isExpired, outgoingPropertiesOf } from './mqtt-message-properties.js';
-import { EntryFlag, EntryQueue, type EntryView } from '../projections/entry-queue.js';
+import { EntryFlag, type EntryView } from '../projections/entry-queue.js';
 import { isSharedFilter, sharedFilterPrefix } from '../projections/shared-groups.js';
 
 export { isSharedFilter };
 import type { BrokerState, GroupState, StoredMessage } from '../projections/state.js';
 import type { Qos } from './api.js';
 import { record, type Committer, type PendingRecord } from './committer.js';
+import { ConsumerRing, DestinationRuntime, isDurableEntry, recordBoundDrops } from './destination-runtime.js';
 import type { CoreLimits } from './limits.js';
 import type { MessageStore } from './message-store.js';
 import { minQos, mqttTopicOf, packetIdOf, type SessionDelivery, type SessionRuntime } from './mqtt-sessions.js';
@@ -66,54 +68,38 @@ export function sharedFilterProblem(filter: string): string | undefined {
   return 'problem' in parsed ? parsed.problem : undefined;
 }
 
-/** A message of a group on a member's connection, awaiting PUBACK. */
+/** A message of a group on a member's connection, awaiting PUBACK: unacknowledged in the group by its seq. */
 export interface SharedInflight {
   readonly group: SharedGroup;
-  readonly entry: EntryView<StoredMessage>;
+  readonly seq: number;
 }
 
 /** One group at run time: ready entries (durable ones are also in the projection), its members in join order. */
-export class SharedGroup {
-  ready = new EntryQueue<StoredMessage>();
-  readonly members: SessionRuntime[] = [];
+export class SharedGroup extends DestinationRuntime<StoredMessage> {
+  readonly ring = new ConsumerRing<SessionRuntime>();
   readonly memberQos = new Map<SessionRuntime, Qos>();
-  inflight = 0;
-  nextSeq = 1;
-  private memberCursor = 0;
 
-  constructor(readonly name: string, readonly shareName: string, readonly filter: string, private readonly state: BrokerState) {}
+  constructor(readonly name: string, readonly shareName: string, readonly filter: string, private readonly state: BrokerState) {
+    super(undefined, (message) => message);
+    this.nextSeq = state.groups.get(name)?.nextSeq ?? 1;
+  }
+
+  get members(): readonly SessionRuntime[] {
+    return this.ring.list;
+  }
 
   /** The projection's group: present while a persistent session is a member. */
   get durableState(): GroupState | undefined {
     return this.state.groups.get(this.name);
   }
 
-  /** The next connected member in round robin with room in its window (any connected one for QoS 0), or undefined. */
-  nextMember(hasRoom: (member: SessionRuntime) => boolean): SessionRuntime | undefined {
-    const count = this.members.length;
-    for (let i = 0; i < count; i++) {
-      const index = (this.memberCursor + i) % count;
-      const member = this.members[index]!;
-      if (member.link !== undefined && hasRoom(member)) {
-        this.memberCursor = (index + 1) % count;
-        return member;
-      }
-    }
-    return undefined;
-  }
-
   add(member: SessionRuntime, qos: Qos): void {
-    if (!this.memberQos.has(member)) this.members.push(member);
+    if (!this.memberQos.has(member)) this.ring.add(member);
     this.memberQos.set(member, qos);
   }
 
   remove(member: SessionRuntime): void {
-    const index = this.members.indexOf(member);
-    if (index < 0) return;
-    this.members.splice(index, 1);
-    this.memberQos.delete(member);
-    if (this.memberCursor > index) this.memberCursor--;
-    if (this.memberCursor >= this.members.length) this.memberCursor = 0;
+    if (this.ring.remove(member)) this.memberQos.delete(member);
   }
 }
 
@@ -154,11 +140,7 @@ export class SharedSubscriptions {
       const parsed = parseSharedFilter(groupState.name);
       if ('problem' in parsed) continue; // unreachable: only validated filters are recorded
       const group = this.groupFor(parsed);
-      const columns = groupState.pending.columns();
-      const flags = new Uint8Array(columns.flags.length);
-      for (let i = 0; i < flags.length; i++) flags[i] = columns.flags[i]! | EntryFlag.durable;
-      group.ready = EntryQueue.fromColumns({ ...columns, flags }, groupState.pending.heldEntries());
-      group.nextSeq = groupState.nextSeq;
+      for (const entry of groupState.pending.entries()) group.ready.insert(entry.seq, entry.lsn, entry.size, entry.flags | EntryFlag.durable, entry.held, entry.deliveries);
     }
   }
 
@@ -196,9 +178,8 @@ export class SharedSubscriptions {
   release(session: SessionRuntime): void {
     if (session.sharedInflight.size === 0) return;
     const touched = new Set<SharedGroup>();
-    for (const { group, entry } of session.sharedInflight.values()) {
-      group.inflight--;
-      group.ready.insert(entry.seq, entry.lsn, entry.size, entry.flags, entry.held, entry.deliveries + 1);
+    for (const { group, seq } of session.sharedInflight.values()) {
+      group.requeue(group.settle(seq)!);
       touched.add(group);
     }
     session.sharedInflight.clear();
@@ -207,7 +188,7 @@ export class SharedSubscriptions {
 
   /** The member has room again (connected, or acknowledged something): its groups may send to it. */
   memberReady(session: SessionRuntime): void {
-    for (const group of this.groupsOf(session)) if (group.ready.size > 0) this.dispatch(group);
+    for (const group of this.groupsOf(session)) if (group.readyCount > 0) this.dispatch(group);
   }
 
   /** A PUBACK for a shared delivery: true when the packet id was one (else it is the session's own). */
@@ -215,8 +196,7 @@ export class SharedSubscriptions {
     const inflight = session.sharedInflight.get(packetId);
     if (inflight === undefined) return false;
     session.sharedInflight.delete(packetId);
-    inflight.group.inflight--;
-    this.finish(inflight.group, inflight.entry);
+    this.finish(inflight.group, inflight.group.settle(inflight.seq)!);
     // The session's own queue may have waited for this id or this room.
     this.context.delivery.pump(session);
     this.memberReady(session);
@@ -228,10 +208,10 @@ export class SharedSubscriptions {
     const inflight = session.sharedInflight.get(packetId);
     if (inflight === undefined) return false;
     session.sharedInflight.delete(packetId);
-    const { group, entry } = inflight;
-    group.inflight--;
+    const { group } = inflight;
+    const entry = group.settle(inflight.seq)!;
     // A clean member's obligation is in memory only; a durable entry then still needs its ack record to leave the group.
-    if (!session.persistent && (entry.flags & EntryFlag.durable) !== 0) this.context.committer.settleLater('ack', { g: group.name }, entry.seq);
+    if (!session.persistent && isDurableEntry(entry)) this.context.committer.settleLater('ack', { g: group.name }, entry.seq);
     this.context.delivery.owePubrel(session, { c: session.clientId, id: packetId, s: entry.seq, g: group.name });
     return true;
   }
@@ -245,13 +225,9 @@ export class SharedSubscriptions {
     if (publishQos === 0) return rows;
     const { sessionQueueMessagesMax, sessionQueueBytesMax } = this.context.limits;
     for (const group of groups) {
-      const dropped: number[] = [];
-      while (group.ready.size > 0 && (group.ready.size >= sessionQueueMessagesMax || group.ready.bytes + size > sessionQueueBytesMax)) {
-        const oldest = group.ready.shift()!;
-        this.context.observer.drop('session', 1);
-        if ((oldest.flags & EntryFlag.durable) !== 0) dropped.push(oldest.seq);
-      }
-      if (dropped.length > 0) records.push(record('drop', { g: group.name, s: dropped, why: 'bound' }));
+      const dropped = group.dropOldest(sessionQueueMessagesMax, sessionQueueBytesMax, size);
+      if (dropped.length > 0) this.context.observer.drop('session', dropped.length);
+      recordBoundDrops({ g: group.name }, dropped, records);
       if (group.durableState !== undefined) rows.push([group.name, group.nextSeq, publishQos]);
     }
     return rows;
@@ -262,11 +238,11 @@ export class SharedSubscriptions {
     let row = 0;
     for (const group of groups) {
       if (qos === 0) {
-        const member = group.nextMember(() => true);
+        const member = group.ring.next((candidate) => candidate.link !== undefined);
         if (member !== undefined) this.context.delivery.sendDirect(member, message, false, group.name);
         continue;
       }
-      const seq = group.nextSeq++;
+      const seq = group.takeSeq();
       const qosFlag = qos === 2 ? EntryFlag.qos2 : 0;
       if (rows[row]?.[0] === group.name) {
         row++;
@@ -281,14 +257,12 @@ export class SharedSubscriptions {
   /** Hand ready messages to members while one has room. */
   dispatch(group: SharedGroup): void {
     const windowMax = this.context.limits.sessionInflightMessagesMax;
-    // The session's window, narrowed by an MQTT 5 client's Receive Maximum [MQTT-4.9.0-1] as the session's pump does.
-    const hasRoom = (member: SessionRuntime): boolean =>
-      member.inflight.size + member.sharedInflight.size + member.state.rel.size < Math.min(windowMax, member.link?.inflightMax ?? Infinity);
-    while (group.ready.size > 0) {
-      const member = group.nextMember(hasRoom);
+    const hasRoom = (member: SessionRuntime): boolean => member.link !== undefined && member.windowHasRoom(windowMax);
+    while (group.readyCount > 0) {
+      const member = group.ring.next(hasRoom);
       if (member === undefined) return;
       const entry = group.ready.shift()!;
-      const durable = (entry.flags & EntryFlag.durable) !== 0;
+      const durable = isDurableEntry(entry);
       const projected = durable ? group.durableState?.pending.get(entry.seq) : undefined;
       // No longer the group's: its last persistent member left, and its durable messages went with it.
       if (durable && projected === undefined) continue;
@@ -309,11 +283,11 @@ export class SharedSubscriptions {
     const topic = mqttTopicOf(message);
     if (member.reader?.mayRead(topic) === false) {
       // As for a session's own queue (SessionDelivery.dropUnreadable): dropped, recorded, never sent.
-      if ((entry.flags & EntryFlag.durable) !== 0) this.context.committer.commitQuietly([record('drop', { g: group.name, s: [entry.seq], why: 'acl' })]);
+      if (isDurableEntry(entry)) this.context.committer.commitQuietly([record('drop', { g: group.name, s: [entry.seq], why: 'acl' })]);
       return;
     }
     const qos = minQos(qosOf(entry.flags), group.memberQos.get(member) ?? 0);
-    const durable = (entry.flags & EntryFlag.durable) !== 0;
+    const durable = isDurableEntry(entry);
     const now = this.context.committer.now();
     const stored = mqttPropertiesOf(message);
     // A message whose expiry passed while it waited in the group is never delivered [MQTT-3.3.2-5]: dropped as from a session's queue.
@@ -333,14 +307,14 @@ export class SharedSubscriptions {
       return;
     }
     const packetId = this.freePacketId(member);
-    member.sharedInflight.set(packetId, { group, entry });
-    group.inflight++;
+    member.sharedInflight.set(packetId, { group, seq: entry.seq });
+    group.track(entry);
     if (durable) this.context.committer.settleLater('deliver', { g: group.name }, entry.seq);
     member.link!.sendPublish({ topic, payload: message.payload, qos, retain, dup: entry.deliveries > 0, packetId, properties, subscriptionIdentifiers });
   }
 
   private finish(group: SharedGroup, entry: EntryView<StoredMessage>): void {
-    if ((entry.flags & EntryFlag.durable) !== 0) this.context.committer.settleLater('ack', { g: group.name }, entry.seq);
+    if (isDurableEntry(entry)) this.context.committer.settleLater('ack', { g: group.name }, entry.seq);
   }
 
   /**
@@ -364,7 +338,6 @@ export class SharedSubscriptions {
     let group = this.groups.get(shared.name);
     if (group === undefined) {
       group = new SharedGroup(shared.name, shared.group, shared.filter, this.context.state);
-      group.nextSeq = this.context.state.groups.get(shared.name)?.nextSeq ?? 1;
       this.groups.set(shared.name, group);
       this.index.add(shared.filter, group, 1);
     }

@@ -52,8 +52,8 @@ export function sharedSubscriptionsView(broker: Broker): unknown {
     filter: group.filter,
     persistent: group.durableState !== undefined,
     members: group.members.map((member) => ({ clientId: member.clientId, connected: member.link !== undefined, qos: group.memberQos.get(member) ?? 0 })),
-    ready: group.ready.size,
-    inflight: group.inflight,
+    ready: group.readyCount,
+    inflight: group.unacked.size,
     dropped: group.durableState?.dropped ?? 0,
   }));
   const { items, truncated } = capped(groups);

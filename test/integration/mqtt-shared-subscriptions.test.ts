@@ -117,7 +117,7 @@ describe('shared subscriptions $share/{group}/{filter}', () => {
     expect(collect(one).map((p) => p.qos)).toEqual([1, 1, 1]);
     expect([...payloads(collect(two)), ...payloads(collect(one))].sort()).toEqual(['m0', 'm1', 'm2', 'm3', 'm4', 'm5']);
     // PUBREC, PUBREL, PUBCOMP done: the member owes nothing and the group holds nothing.
-    await until(() => broker.sessions.get('two')!.state.rel.size === 0 && broker.shared.groups.get('$share/g/q2')!.inflight === 0, 'the QoS 2 handshakes finished');
+    await until(() => broker.sessions.get('two')!.state.rel.size === 0 && broker.shared.groups.get('$share/g/q2')!.unacked.size === 0, 'the QoS 2 handshakes finished');
   });
 
   it('MQTT 5: CONNACK offers shared subscriptions; v5 members share a group with a 3.1.1 one; Receive Maximum narrows a member\'s window; a malformed share is 0x8F', async () => {

@@ -1,0 +1,140 @@
+/**
+ * One destination at run time, whatever the protocol: an AMQP queue
+ * (amqp-queue.ts) and an MQTT shared-subscription group
+ * (shared-subscription.ts) are this type with their consumers plugged in.
+ * What every destination keeps is written here once:
+ *
+ * - ready entries in seq order (ready-entries.ts: a view over the projection
+ *   of a durable queue, or a list of its own);
+ * - the entries taken and not settled yet (unacknowledged, in flight), by seq;
+ * - delivery counts: an entry that comes back (a requeue, a member's
+ *   connection gone) returns to its seq place flagged redelivered, with the
+ *   delivery that ended counted;
+ * - the drop-oldest bound: the oldest ready entries leave until one more fits;
+ * - round robin over the consumers that can take a message (ConsumerRing):
+ *   AMQP consumers with their prefetch and priority, MQTT group members with
+ *   their in-flight window decide through the predicate they are asked with.
+ *
+ * Invariant: a seq is ready or unacknowledged, never both.
+ */
+import { EntryFlag, type EntryView } from '../projections/entry-queue.js';
+import type { DestinationRef } from '../projections/records.js';
+import type { DestinationState, StoredMessage } from '../projections/state.js';
+import { assert } from '../assert.js';
+import { record, type PendingRecord } from './committer.js';
+import { ReadyEntries } from './ready-entries.js';
+
+const nothingDropped: never[] = [];
+
+export class DestinationRuntime<M, Taken extends EntryView<M> = EntryView<M>> {
+  readonly ready: ReadyEntries<M>;
+  /** Entries taken off the ready list and not settled yet, by seq. */
+  readonly unacked = new Map<number, Taken>();
+  nextSeq: number;
+  /** Messages the bound dropped. */
+  dropped = 0;
+
+  constructor(
+    /** The projection of a durable destination whose ready list is a view over it; undefined: a list of its own. */
+    projection: DestinationState | undefined,
+    heldMessage: (message: StoredMessage) => M,
+  ) {
+    this.nextSeq = projection?.nextSeq ?? 1;
+    this.ready = new ReadyEntries(projection, heldMessage);
+  }
+
+  get readyCount(): number {
+    return this.ready.size;
+  }
+
+  get readyBytes(): number {
+    return this.ready.bytes;
+  }
+
+  takeSeq(): number {
+    return this.nextSeq++;
+  }
+
+  /** Taken and delivered: unacknowledged until settle() or requeue(). */
+  track(entry: Taken): void {
+    assert(!this.unacked.has(entry.seq), `seq ${entry.seq} is already unacknowledged`);
+    this.unacked.set(entry.seq, entry);
+  }
+
+  /** The unacknowledged entry `seq`, no longer so; undefined when it is not. */
+  settle(seq: number): Taken | undefined {
+    const entry = this.unacked.get(seq);
+    if (entry !== undefined) this.unacked.delete(seq);
+    return entry;
+  }
+
+  /** Back to its seq place, flagged redelivered, with the delivery that just ended counted. */
+  requeue(entry: EntryView<M>): void {
+    this.ready.insert(entry.seq, entry.lsn, entry.size, entry.flags | EntryFlag.redelivered, entry.held, entry.deliveries + 1);
+  }
+
+  /** The drop-oldest bound: the oldest ready entries, taken off until one more of `size` bytes fits (count below `messagesMax`, bytes within `bytesMax`). */
+  dropOldest(messagesMax: number, bytesMax: number, size: number): Array<EntryView<M>> {
+    if (this.ready.size < messagesMax && this.ready.bytes + size <= bytesMax) return nothingDropped;
+    const dropped: Array<EntryView<M>> = [];
+    while (this.ready.size > 0 && (this.ready.size >= messagesMax || this.ready.bytes + size > bytesMax)) dropped.push(this.ready.shift()!);
+    return dropped;
+  }
+}
+
+/** The drop record of the entries a bound dropped that are in the log (the others were never logged). */
+export function recordBoundDrops(destination: DestinationRef, dropped: ReadonlyArray<EntryView<unknown>>, records: PendingRecord[]): void {
+  const seqs = dropped.filter(isDurableEntry).map((entry) => entry.seq);
+  if (seqs.length > 0) records.push(record('drop', { ...destination, s: seqs, why: 'bound' }));
+}
+
+/** Whether an entry is in the log (acks, deliveries and drops of it are records). */
+export function isDurableEntry(entry: EntryView<unknown>): boolean {
+  return (entry.flags & EntryFlag.durable) !== 0;
+}
+
+/**
+ * The consumers of a destination in the order they came, and round robin among those that can take
+ * a message, restricted to the highest priority among them (lower priorities get messages only
+ * while the higher ones are blocked, as RabbitMQ's consumer priorities).
+ */
+export class ConsumerRing<C> {
+  readonly list: C[] = [];
+  private cursor = 0;
+  /** Consumers with a priority other than 0: when none, round robin needs no priority comparison. */
+  private prioritized = 0;
+
+  constructor(private readonly priorityOf: (consumer: C) => number = () => 0) {}
+
+  add(consumer: C): void {
+    this.list.push(consumer);
+    if (this.priorityOf(consumer) !== 0) this.prioritized++;
+  }
+
+  remove(consumer: C): boolean {
+    const index = this.list.indexOf(consumer);
+    if (index < 0) return false;
+    this.list.splice(index, 1);
+    if (this.priorityOf(consumer) !== 0) this.prioritized--;
+    if (this.cursor > index) this.cursor--;
+    if (this.cursor >= this.list.length) this.cursor = 0;
+    return true;
+  }
+
+  /** The next consumer in round robin that `accepts` a message, among the highest priority that do; undefined when none does. */
+  next(accepts: (consumer: C) => boolean): C | undefined {
+    const count = this.list.length;
+    let chosen = -1;
+    for (let i = 0; i < count; i++) {
+      const index = (this.cursor + i) % count;
+      const consumer = this.list[index]!;
+      if (chosen >= 0 && this.priorityOf(consumer) <= this.priorityOf(this.list[chosen]!)) continue;
+      if (!accepts(consumer)) continue;
+      chosen = index;
+      if (this.prioritized === 0) break;
+    }
+    if (chosen < 0) return undefined;
+    this.cursor = (chosen + 1) % count;
+    return this.list[chosen];
+  }
+}
