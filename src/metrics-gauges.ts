@@ -164,7 +164,7 @@ function registerSessionGauges(registers: Registry[], broker: Broker): void {
     name: metricNames.sessionInflight, help: 'QoS 1/2 messages sent on MQTT connections and not acknowledged yet, summed over sessions', registers,
     collect() {
       let inflight = 0;
-      for (const session of broker.sessions.values()) inflight += session.inflight.size;
+      for (const session of broker.sessions.values()) inflight += session.unacked.size;
       this.set(inflight);
     },
   });

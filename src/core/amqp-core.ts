@@ -139,7 +139,7 @@ export class AmqpCoreImpl implements AmqpCore {
     if (options.passive) {
       if (!existing && this.replies.exists(name)) return { queue: name, messageCount: 0, consumerCount: 0, durable: undefined };
       if (!existing) throw new BrokerError(404, `NOT_FOUND - no queue '${name}' in vhost '/'`);
-      return { queue: name, messageCount: existing.messageCount, consumerCount: existing.consumers.length, durable: undefined };
+      return { queue: name, messageCount: existing.readyCount, consumerCount: existing.consumers.length, durable: undefined };
     }
     const args = queueArgumentsOf(options.arguments, name);
     checkQuorumProperties(args, name, options);
@@ -149,7 +149,7 @@ export class AmqpCoreImpl implements AmqpCore {
         if (wanted !== actual) throw new BrokerError(406, `PRECONDITION_FAILED - inequivalent arg '${flag}' for queue '${name}' in vhost '/': received '${wanted}' but current is '${actual}'`);
       }
       this.leases.renew(existing);
-      return { queue: name, messageCount: existing.messageCount, consumerCount: existing.consumers.length, durable: undefined };
+      return { queue: name, messageCount: existing.readyCount, consumerCount: existing.consumers.length, durable: undefined };
     }
     if (requested.startsWith('amq.')) throw new BrokerError(403, `ACCESS_REFUSED - queue name '${name}' contains reserved prefix 'amq.*'`);
     // Exclusive queues die with their connection, so they are never worth logging.
@@ -169,8 +169,8 @@ export class AmqpCoreImpl implements AmqpCore {
     if (!queue) return { messageCount: 0, durable: undefined };
     this.checkOwner(queue, options.owner);
     if (options.ifUnused && queue.consumers.length > 0) throw new BrokerError(406, `PRECONDITION_FAILED - queue '${name}' in vhost '/' in use`);
-    if (options.ifEmpty && queue.messageCount > 0) throw new BrokerError(406, `PRECONDITION_FAILED - queue '${name}' in vhost '/' is not empty`);
-    const messageCount = queue.messageCount;
+    if (options.ifEmpty && queue.readyCount > 0) throw new BrokerError(406, `PRECONDITION_FAILED - queue '${name}' in vhost '/' is not empty`);
+    const messageCount = queue.readyCount;
     return { messageCount, durable: this.removeQueue(queue) };
   }
 
@@ -354,7 +354,7 @@ export class AmqpCoreImpl implements AmqpCore {
     const delivery = queue.deliveryOf(entry, durable);
     if (options.noAck) this.finish(queue, entry.seq, entry.durable);
     else queue.track(entry);
-    return { delivery, messageCount: queue.messageCount };
+    return { delivery, messageCount: queue.readyCount };
   }
 
   settle(delivery: QueueDelivery, outcome: 'ack' | 'reject' | 'requeue'): void {

@@ -14,13 +14,11 @@
  * the queue keeps publish order as RabbitMQ does. Length limits (x-max-length,
  * x-max-length-bytes) count ready messages only, as RabbitMQ's do.
  *
- * Consumers: round robin among those that can take a message, restricted to
- * the highest consumer priority among them (basic.consume x-priority, as
- * RabbitMQ: lower priorities get messages only while the higher ones are
- * blocked). With x-single-active-consumer only the earliest registered
- * consumer still present gets messages; the next one takes over when it goes.
+ * Consumer priorities are basic.consume x-priority (ConsumerRing). With
+ * x-single-active-consumer only the earliest registered consumer still
+ * present gets messages; the next one takes over when it goes.
  */
-import { EntryFlag, type EntryView } from '../projections/entry-queue.js';
+import type { EntryView } from '../projections/entry-queue.js';
 import type { QueueArguments } from '../projections/records.js';
 import type { QueueState, StoredMessage } from '../projections/state.js';
 import { limitsOf, wouldOverflow, type QueueLimits } from './queue-arguments.js';
@@ -39,6 +37,8 @@ export interface QueueEntry extends EntryView<AmqpMessage> {
 
 export class QueueRuntime extends DestinationRuntime<AmqpMessage, QueueEntry> {
   private readonly ring = new ConsumerRing<AmqpConsumer>((consumer) => consumer.priority ?? 0);
+  /** Messages the bound dropped. */
+  dropped = 0;
   /** Set once a consumer has subscribed: auto-delete applies only after that [AMQP 0-9-1 queue.declare auto-delete]. */
   hadConsumer = false;
   exclusiveConsumer: AmqpConsumer | undefined = undefined;
@@ -78,18 +78,9 @@ export class QueueRuntime extends DestinationRuntime<AmqpMessage, QueueEntry> {
     return this.ring.list;
   }
 
-  get messageCount(): number {
-    return this.readyCount;
-  }
-
   /** x-overflow = reject-publish and a message of `size` body bytes does not fit: the publish is refused here. */
   refuses(size: number): boolean {
     return this.limits.rejectPublish && wouldOverflow(this.limits, this.readyCount, this.readyBytes, size);
-  }
-
-  /** A durable entry is its LSN; a transient one holds its message. */
-  push(seq: number, lsn: number, size: number, held?: AmqpMessage): void {
-    this.ready.insert(seq, lsn, size, held === undefined ? EntryFlag.durable : 0, held);
   }
 
   /** Whether a message with this many deliveries so far has reached the x-delivery-limit [RabbitMQ quorum queues]. */

@@ -1,21 +1,17 @@
 /**
- * One destination at run time, whatever the protocol: an AMQP queue
- * (amqp-queue.ts) and an MQTT shared-subscription group
- * (shared-subscription.ts) are this type with their consumers plugged in.
- * What every destination keeps is written here once:
- *
+ * One destination at run time, whatever the protocol: an AMQP queue, an MQTT
+ * session and an MQTT shared-subscription group are this type with their
+ * consumers plugged in. What every destination keeps is written here once:
  * - ready entries in seq order (ready-entries.ts: a view over the projection
- *   of a durable queue, or a list of its own);
- * - the entries taken and not settled yet (unacknowledged, in flight), by seq;
- * - delivery counts: an entry that comes back (a requeue, a member's
- *   connection gone) returns to its seq place flagged redelivered, with the
- *   delivery that ended counted;
+ *   of a durable queue or a session, or a list of its own for a group);
+ * - the entries taken and not settled yet (unacknowledged, in flight), by
+ *   delivery: the seq, or the packet id on a session's connection;
+ * - delivery counts: an entry that comes back (a requeue, a connection gone)
+ *   returns to its seq place flagged redelivered, the delivery counted;
  * - the drop-oldest bound: the oldest ready entries leave until one more fits;
- * - round robin over the consumers that can take a message (ConsumerRing):
- *   AMQP consumers with their prefetch and priority, MQTT group members with
- *   their in-flight window decide through the predicate they are asked with.
- *
- * Invariant: a seq is ready or unacknowledged, never both.
+ * - round robin over the consumers that accept a message (ConsumerRing): an
+ *   AMQP consumer's prefetch, an MQTT member's in-flight window decide.
+ * A seq is ready or unacknowledged, never both.
  */
 import { EntryFlag, type EntryView } from '../projections/entry-queue.js';
 import type { DestinationRef } from '../projections/records.js';
@@ -28,11 +24,9 @@ const nothingDropped: never[] = [];
 
 export class DestinationRuntime<M, Taken extends EntryView<M> = EntryView<M>> {
   readonly ready: ReadyEntries<M>;
-  /** Entries taken off the ready list and not settled yet, by seq. */
+  /** Entries taken off the ready list and not settled yet, by delivery. */
   readonly unacked = new Map<number, Taken>();
   nextSeq: number;
-  /** Messages the bound dropped. */
-  dropped = 0;
 
   constructor(
     /** The projection of a durable destination whose ready list is a view over it; undefined: a list of its own. */
@@ -55,17 +49,23 @@ export class DestinationRuntime<M, Taken extends EntryView<M> = EntryView<M>> {
     return this.nextSeq++;
   }
 
-  /** Taken and delivered: unacknowledged until settle() or requeue(). */
-  track(entry: Taken): void {
-    assert(!this.unacked.has(entry.seq), `seq ${entry.seq} is already unacknowledged`);
-    this.unacked.set(entry.seq, entry);
+  /** Taken and delivered: unacknowledged until settled or requeued. */
+  track(entry: Taken, delivery = entry.seq): void {
+    assert(!this.unacked.has(delivery), `delivery ${delivery} is already unacknowledged`);
+    this.unacked.set(delivery, entry);
   }
 
-  /** The unacknowledged entry `seq`, no longer so; undefined when it is not. */
-  settle(seq: number): Taken | undefined {
-    const entry = this.unacked.get(seq);
-    if (entry !== undefined) this.unacked.delete(seq);
+  /** The unacknowledged entry of `delivery`, no longer so; undefined when there is none. */
+  settle(delivery: number): Taken | undefined {
+    const entry = this.unacked.get(delivery);
+    if (entry !== undefined) this.unacked.delete(delivery);
     return entry;
+  }
+
+  /** Every unacknowledged entry back on the ready list (their consumer is gone), each delivery counted. */
+  requeueAll(): void {
+    for (const entry of this.unacked.values()) this.requeue(entry);
+    this.unacked.clear();
   }
 
   /** Back to its seq place, flagged redelivered, with the delivery that just ended counted. */
@@ -73,7 +73,7 @@ export class DestinationRuntime<M, Taken extends EntryView<M> = EntryView<M>> {
     this.ready.insert(entry.seq, entry.lsn, entry.size, entry.flags | EntryFlag.redelivered, entry.held, entry.deliveries + 1);
   }
 
-  /** The drop-oldest bound: the oldest ready entries, taken off until one more of `size` bytes fits (count below `messagesMax`, bytes within `bytesMax`). */
+  /** The drop-oldest bound: the oldest ready entries, taken off until one more of `size` bytes fits (ready count below `messagesMax`, ready bytes within `bytesMax`). */
   dropOldest(messagesMax: number, bytesMax: number, size: number): Array<EntryView<M>> {
     if (this.ready.size < messagesMax && this.ready.bytes + size <= bytesMax) return nothingDropped;
     const dropped: Array<EntryView<M>> = [];

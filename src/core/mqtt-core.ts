@@ -101,7 +101,7 @@ export class MqttCoreImpl implements MqttCore {
     this.context.shared.release(session);
     session.link = link;
     session.reader = reader;
-    session.inflight.clear();
+    session.requeueAll();
     return { session: new SessionHandle(this.context, session, session.generation, this.expiry), sessionPresent, durable };
   }
 
@@ -303,7 +303,7 @@ class SessionHandle implements MqttSessionHandle {
     if (!this.live) return undefined;
     const session = this.session;
     session.link = undefined;
-    session.inflight.clear();
+    session.requeueAll();
     session.generation++;
     // A member that disconnects with shared deliveries in flight: another member gets them (with DUP).
     this.context.shared.release(session);

@@ -20,7 +20,7 @@ import { enqueue, qosOf, removeFinished } from '../projections/destinations.js';
 import { applyRel, applyRx2 } from '../projections/mqtt-sessions.js';
 import type { RelBody } from '../projections/records.js';
 import { newSession, type SessionState, type StoredMessage } from '../projections/state.js';
-import type { MqttClientLink, MqttTopicReader, Qos } from './api.js';
+import type { MqttClientLink, MqttPublishProperties, MqttTopicReader, Qos } from './api.js';
 import { record, type Committer } from './committer.js';
 import type { CoreLimits } from './limits.js';
 import type { MessageStore } from './message-store.js';
@@ -28,25 +28,26 @@ import { mqttPropertiesOf } from './bridge-properties.js';
 import { isExpired, outgoingPropertiesOf } from './mqtt-message-properties.js';
 import type { BrokerObserver } from './observer.js';
 import type { SharedInflight } from './shared-subscription.js';
+import { DestinationRuntime } from './destination-runtime.js';
+import type { EntryView } from '../projections/entry-queue.js';
 import { deliveryFlagsOf, sharedDeliveryFlagsOf } from './subscription-delivery.js';
 
 export function packetIdOf(seq: number): number {
   return ((seq - 1) % 65535) + 1;
 }
 
-export class SessionRuntime {
+/**
+ * A session is a destination (destination-runtime.ts) whose consumer is its MQTT connection: the
+ * ready list is a view over its SessionState, and what is in flight is unacknowledged by packet id.
+ */
+export class SessionRuntime extends DestinationRuntime<StoredMessage> {
   link: MqttClientLink | undefined = undefined;
   /** The topic ACL of the client that connected last; undefined: it reads everything (or, after a restart, not known until it connects). */
   reader: MqttTopicReader | undefined = undefined;
   /** Bumped on every connect: handles of an older generation are dead (takeover). */
   generation = 0;
-  /** Packet id → seq of QoS 1/2 messages sent on the current connection and not yet PUBACK'd/PUBREC'd. */
-  readonly inflight = new Map<number, number>();
   /** Shared-subscription deliveries on the current connection by packet id (shared-subscription.ts): they take room in the window and their ids are not reused. */
   readonly sharedInflight = new Map<number, SharedInflight>();
-  /** The last seq the pump moved past: the next one to send is the first queued seq after it that is not in flight. */
-  private sendCursor: number | undefined = undefined;
-  private candidate: number | undefined = undefined;
   /** Inbound QoS 2: packet id → durability of the publish it stands for (so a duplicate's PUBREC waits too). */
   readonly rx2Durable = new Map<number, Promise<void> | undefined>();
 
@@ -54,7 +55,9 @@ export class SessionRuntime {
     readonly clientId: string,
     readonly persistent: boolean,
     readonly state: SessionState,
-  ) {}
+  ) {
+    super(state, (message) => message);
+  }
 
   static clean(clientId: string): SessionRuntime {
     return new SessionRuntime(clientId, false, newSession(clientId));
@@ -64,33 +67,14 @@ export class SessionRuntime {
     return { c: this.clientId };
   }
 
-  /** Start over from the head of the queue: everything pending is (re)sent in seq order. */
-  resetSendQueue(): void {
-    this.sendCursor = undefined;
-  }
-
-  /** The next queued seq to send (new messages join at the tail: seqs only grow), or undefined. */
-  nextToSend(): number | undefined {
-    let seq = this.state.pending.nextSeqAfter(this.sendCursor);
-    while (seq !== undefined && this.isInflight(seq)) {
-      this.sendCursor = seq;
-      seq = this.state.pending.nextSeqAfter(seq);
-    }
-    this.candidate = seq;
-    return seq;
-  }
-
   /** Whether the in-flight window (own messages, shared deliveries, owed PUBRELs) has room, narrowed by an MQTT 5 client's Receive Maximum [MQTT-4.9.0-1]. */
   windowHasRoom(windowMax: number): boolean {
-    return this.inflight.size + this.sharedInflight.size + this.state.rel.size < Math.min(windowMax, this.link?.inflightMax ?? Infinity);
+    return this.unacked.size + this.sharedInflight.size + this.state.rel.size < Math.min(windowMax, this.link?.inflightMax ?? Infinity);
   }
 
-  consumeNext(): void {
-    this.sendCursor = this.candidate;
-  }
-
-  private isInflight(seq: number): boolean {
-    return this.inflight.get(packetIdOf(seq)) === seq;
+  /** Whether a packet id is taken on the connection: by a message in flight either way or an owed PUBREL. */
+  packetIdInUse(packetId: number): boolean {
+    return this.unacked.has(packetId) || this.sharedInflight.has(packetId) || this.state.rel.has(packetId);
   }
 }
 
@@ -109,34 +93,28 @@ export class SessionDelivery {
     const link = session.link;
     if (!link) return;
     while (session.windowHasRoom(this.limits.sessionInflightMessagesMax)) {
-      const seq = session.nextToSend();
-      if (seq === undefined) return;
+      const entry = session.ready.first();
+      if (entry === undefined) return;
+      const seq = entry.seq;
       const packetId = packetIdOf(seq);
-      if (session.inflight.has(packetId) || session.sharedInflight.has(packetId) || session.state.rel.has(packetId)) return; // id still in use: wait for its ack
-      const entry = session.state.pending.get(seq)!;
+      if (session.packetIdInUse(packetId)) return; // id still in use: wait for its ack
       let message: StoredMessage;
       try {
-        message = entry.held ?? this.store.read(entry.lsn);
+        // The projection's LSN, not a requeued copy's: segment release may have moved the message since.
+        message = entry.held ?? this.store.read(session.state.pending.get(seq)?.lsn ?? entry.lsn);
       } catch (error) {
         // A damaged segment under this message: it stays queued; this client's connection goes, the broker stays up.
         link.readFailed(error instanceof Error ? error : new Error(String(error)));
         return;
       }
-      session.consumeNext();
-      const topic = mqttTopicOf(message);
-      if (session.reader?.mayRead(topic) === false) {
-        this.dropQueued(session, seq, 'acl');
+      session.ready.shift();
+      const outgoing = outgoingOf(session.reader, message, this.clock());
+      if (typeof outgoing === 'string') {
+        this.dropQueued(session, seq, outgoing);
         continue;
       }
-      const now = this.clock();
-      const stored = mqttPropertiesOf(message);
-      // A message whose expiry interval (or AMQP expiration) passed while it was queued is never delivered [MQTT-3.3.2-5].
-      if (isExpired(stored, now)) {
-        this.dropQueued(session, seq, 'expired');
-        continue;
-      }
-      session.inflight.set(packetId, seq);
-      const properties = outgoingPropertiesOf(stored, now);
+      session.track(entry, packetId);
+      const { topic, properties } = outgoing;
       const { retain, subscriptionIdentifiers } = deliveryFlagsOf(session.state, message, topic, message.retain === true);
       link.sendPublish({ topic, payload: message.payload, qos: qosOf(entry.flags), retain, dup: entry.deliveries > 0, packetId, properties, subscriptionIdentifiers });
       this.observer.messageOut('mqtt');
@@ -145,11 +123,7 @@ export class SessionDelivery {
     }
   }
 
-  /**
-   * A queued message the client may no longer read (the ACL changed, or it was
-   * queued after a restart before the client's rules were known), or one whose
-   * MQTT 5 expiry passed: dropped as a record, so replay agrees, and never sent.
-   */
+  /** A queued message dropped unsent (outgoingOf): as a record, so replay agrees. */
   private dropQueued(session: SessionRuntime, seq: number, why: 'acl' | 'expired'): void {
     const body = { c: session.clientId, s: [seq], why };
     if (why === 'expired') this.observer.drop('session', 1);
@@ -160,54 +134,40 @@ export class SessionDelivery {
   /** Put a message in a clean session's queue, dropping the oldest beyond the bounds. */
   enqueueTransient(session: SessionRuntime, qos: 1 | 2, message: StoredMessage): void {
     assert(!session.persistent, 'persistent sessions are enqueued by msg records');
-    const state = session.state;
-    const dropped = this.oldestToDrop(session, message.payload.byteLength);
-    if (dropped.length > 0) {
-      removeFinished(state, { c: session.clientId, s: dropped, why: 'bound' });
-      this.observer.drop('session', dropped.length);
-    }
-    enqueue(state, state.nextSeq, 0, message.payload.byteLength, qos, message);
+    const dropped = this.dropOldest(session, message.payload.byteLength);
+    if (dropped.length > 0) removeFinished(session.state, { c: session.clientId, s: dropped.map((entry) => entry.seq), why: 'bound' });
+    enqueue(session.state, session.state.nextSeq, 0, message.payload.byteLength, qos, message);
   }
 
   /**
-   * The oldest queued messages to drop so that one more of `size` bytes fits the session's bounds
-   * (count and bytes). In-flight ones are the client's to finish and are never dropped.
+   * The oldest ready messages, taken off so that one more of `size` bytes fits the session's bounds
+   * (count and bytes, which count every queued message). In-flight ones are the client's to finish
+   * and are never dropped.
    */
-  oldestToDrop(session: SessionRuntime, size: number): number[] {
-    const pending = session.state.pending;
-    const { sessionQueueMessagesMax, sessionQueueBytesMax } = this.limits;
-    if (pending.size < sessionQueueMessagesMax && pending.bytes + size <= sessionQueueBytesMax) return [];
-    const dropped: number[] = [];
-    let count = pending.size;
-    let bytes = pending.bytes;
-    for (const entry of pending.entries()) {
-      if (count < sessionQueueMessagesMax && bytes + size <= sessionQueueBytesMax) break;
-      if (session.inflight.get(packetIdOf(entry.seq)) === entry.seq) continue;
-      dropped.push(entry.seq);
-      count--;
-      bytes -= entry.size;
-    }
+  dropOldest(session: SessionRuntime, size: number): ReadonlyArray<EntryView<StoredMessage>> {
+    const { pending } = session.state;
+    const notReady = pending.size - session.readyCount;
+    const dropped = session.dropOldest(this.limits.sessionQueueMessagesMax - notReady, this.limits.sessionQueueBytesMax - (pending.bytes - session.readyBytes), size);
+    if (dropped.length > 0) this.observer.drop('session', dropped.length);
     return dropped;
   }
 
   puback(session: SessionRuntime, packetId: number): void {
-    const seq = session.inflight.get(packetId);
-    if (seq === undefined) return; // a PUBACK for nothing we sent: ignore it, as brokers do
-    session.inflight.delete(packetId);
-    if (session.persistent) this.committer.settleLater('ack', session.destination, seq);
-    else session.state.pending.delete(seq);
+    const entry = session.settle(packetId);
+    if (entry === undefined) return; // a PUBACK for nothing we sent: ignore it, as brokers do
+    if (session.persistent) this.committer.settleLater('ack', session.destination, entry.seq);
+    else session.state.pending.delete(entry.seq);
     this.pump(session);
   }
 
   pubrec(session: SessionRuntime, packetId: number): void {
-    const seq = session.inflight.get(packetId);
-    if (seq === undefined) {
+    const entry = session.settle(packetId);
+    if (entry === undefined) {
       // A resent PUBREC for a message already PUBREC'd: the PUBREL is owed again.
       if (session.state.rel.has(packetId)) session.link?.sendPubrel(packetId);
       return;
     }
-    session.inflight.delete(packetId);
-    this.owePubrel(session, { c: session.clientId, id: packetId, s: seq });
+    this.owePubrel(session, { c: session.clientId, id: packetId, s: entry.seq });
   }
 
   /** A PUBREC taken: the message is the client's; the PUBREL obligation is recorded (persistent session) or kept, then PUBREL goes out. */
@@ -245,10 +205,9 @@ export class SessionDelivery {
     return this.committer.commit([record('rx2', body)]);
   }
 
-  /** On (re)connect: owed PUBRELs first, then everything pending from the head, in seq order. */
+  /** On (re)connect: owed PUBRELs first, then everything ready (what was in flight is back in it), in seq order. */
   start(session: SessionRuntime): void {
     for (const packetId of session.state.rel.keys()) session.link?.sendPubrel(packetId);
-    session.resetSendQueue();
     this.pump(session);
   }
 
@@ -266,6 +225,19 @@ export class SessionDelivery {
     session.link.sendPublish({ topic, payload: message.payload, qos: 0, retain, dup: false, properties, subscriptionIdentifiers });
     this.observer.messageOut('mqtt');
   }
+}
+
+/**
+ * A queued message as it goes out to a client with this ACL: its topic and MQTT 5 properties (the
+ * expiry as what is left of it), or why it is dropped unsent — the client may no longer read it
+ * (the ACL changed, or it was queued after a restart before the client's rules were known), or its
+ * expiry (or AMQP expiration) passed while it was queued [MQTT-3.3.2-5].
+ */
+export function outgoingOf(reader: MqttTopicReader | undefined, message: StoredMessage, now: number): { topic: string; properties: MqttPublishProperties | undefined } | 'acl' | 'expired' {
+  const topic = mqttTopicOf(message);
+  if (reader?.mayRead(topic) === false) return 'acl';
+  const stored = mqttPropertiesOf(message);
+  return isExpired(stored, now) ? 'expired' : { topic, properties: outgoingPropertiesOf(stored, now) };
 }
 
 /** The MQTT topic of a stored message: AMQP routing keys become MQTT topics by swapping '.' and '/'. */

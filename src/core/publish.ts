@@ -18,7 +18,7 @@
 import type { DeathReason, DocBody, MsgBody, RetainBody, Rx2Body, SessionBody } from '../projections/records.js';
 import { messagePropertiesBody } from '../projections/message-properties.js';
 import type { MessageProperties, StoredMessage } from '../projections/state.js';
-import type { EntryView } from '../projections/entry-queue.js';
+import { EntryFlag, type EntryView } from '../projections/entry-queue.js';
 import type { AmqpMessage, Durable, Qos } from './api.js';
 import { amqpMessageOf, type QueueRuntime } from './amqp-queue.js';
 import { record, type Committer, type PendingRecord } from './committer.js';
@@ -158,11 +158,7 @@ function planSessions(context: PublishContext, publication: Publication, records
   for (const [session, subscriptionQos] of publication.sessions) {
     const qos = minQos(publication.qos, subscriptionQos);
     if (qos === 0 || !session.persistent) continue;
-    const dropped = context.delivery.oldestToDrop(session, publication.payload.byteLength);
-    if (dropped.length > 0) {
-      records.push(record('drop', { c: session.clientId, s: dropped, why: 'bound' }));
-      context.observer.drop('session', dropped.length);
-    }
+    recordBoundDrops(session.destination, context.delivery.dropOldest(session, publication.payload.byteLength), records);
     rows.push([session.clientId, session.state.nextSeq, qos]);
   }
   return rows;
@@ -250,8 +246,9 @@ function deliverToQueues(context: PublishContext, queues: readonly QueueRuntime[
   let transient: AmqpMessage | undefined;
   for (const queue of queues) {
     const seq = durableSeq.get(queue);
-    if (seq !== undefined) queue.push(seq, message.lsn, size);
-    else queue.push(queue.takeSeq(), 0, size, transient ??= amqpMessageOf(message));
+    // A durable entry is its LSN; a transient one holds its message.
+    if (seq !== undefined) queue.ready.insert(seq, message.lsn, size, EntryFlag.durable);
+    else queue.ready.insert(queue.takeSeq(), 0, size, 0, transient ??= amqpMessageOf(message));
     context.dispatch(queue);
   }
 }

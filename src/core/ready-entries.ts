@@ -15,6 +15,11 @@
  *   applied yet (Committer.commitDeferred); once the projection's nextSeq
  *   passes them they are the projection's (`absorbApplied`).
  *
+ * Entries the projection takes (applied msg records: a persistent MQTT
+ * session's messages come only that way) are counted as they arrive: every
+ * projection entry from the nextSeq last seen on that lies above the cursor
+ * is ready. Entries leave the projection only after the run time took them.
+ *
  * The head is the smallest seq of the three. Counts and bytes are kept as
  * running totals, so length limits cost nothing per publish.
  */
@@ -28,6 +33,8 @@ export class ReadyEntries<M> {
   /** Projection entries above the cursor (all ready). */
   private aboveCursor = 0;
   private aboveCursorBytes = 0;
+  /** The projection's nextSeq when its arrivals were last counted. */
+  private counted = 0;
 
   constructor(
     /** The projection of a durable destination; undefined: a list of its own (everything in `extra`). */
@@ -39,6 +46,7 @@ export class ReadyEntries<M> {
     if (durable) {
       this.aboveCursor = durable.pending.size;
       this.aboveCursorBytes = durable.pending.bytes;
+      this.counted = durable.nextSeq;
     }
   }
 
@@ -53,12 +61,14 @@ export class ReadyEntries<M> {
   }
 
   /**
-   * Put an entry on the ready list: a new durable message (its msg record may not be applied yet),
-   * a requeued one, or a transient one with its body.
+   * Put an entry on the ready list: a new durable message (its msg record may not be applied yet,
+   * else it is the projection's already), a requeued one, or a transient one with its body.
    */
   insert(seq: number, lsn: number, size: number, flags: number, held?: M, deliveries = 0): void {
-    const isNew = held === undefined && this.durable !== undefined && seq >= this.durable.nextSeq;
-    (isNew ? this.tail : this.extra).insert(seq, lsn, size, flags, held, deliveries);
+    if (held !== undefined || this.durable === undefined) return this.extra.insert(seq, lsn, size, flags, held, deliveries);
+    if (seq >= this.durable.nextSeq) return this.tail.insert(seq, lsn, size, flags, undefined, deliveries);
+    // Above the cursor it is a message whose record is applied: counted as the projection's arrival. At or below it, a requeue.
+    if (seq <= this.cursor) this.extra.insert(seq, lsn, size, flags, undefined, deliveries);
   }
 
   /** The head without taking it. */
@@ -104,27 +114,27 @@ export class ReadyEntries<M> {
       if (entry !== undefined && (best === undefined || entry.seq < best.seq)) {
         const redelivered = entry.deliveries > 0 ? EntryFlag.redelivered : 0;
         const held = entry.held === undefined ? undefined : this.heldMessage(entry.held);
-        return [{ seq: entry.seq, lsn: entry.lsn, size: entry.size, deliveries: entry.deliveries, flags: EntryFlag.durable | redelivered, held }, 'projection'];
+        return [{ seq: entry.seq, lsn: entry.lsn, size: entry.size, deliveries: entry.deliveries, flags: entry.flags | EntryFlag.durable | redelivered, held }, 'projection'];
       }
     }
     return [best, source];
   }
 
   /**
-   * Tail entries whose msg record has been applied now live in the projection: counted there when
-   * still above the cursor; one taken and requeued before its record was applied is an extra.
+   * The projection's arrivals since last time are counted when above the cursor. Tail entries whose
+   * msg record has been applied now live in the projection (counted so); one taken and requeued
+   * before its record was applied is an extra.
    */
   private absorbApplied(): void {
     const durable = this.durable;
-    if (durable === undefined) return;
+    if (durable === undefined || durable.nextSeq === this.counted) return;
+    const arrived = durable.pending.tallyAfter(Math.max(this.counted - 1, this.cursor));
+    this.aboveCursor += arrived.count;
+    this.aboveCursorBytes += arrived.bytes;
+    this.counted = durable.nextSeq;
     for (let seq = this.tail.firstSeq(); seq !== undefined && seq < durable.nextSeq; seq = this.tail.firstSeq()) {
       const entry = this.tail.shift()!;
-      if (entry.seq > this.cursor) {
-        this.aboveCursor++;
-        this.aboveCursorBytes += entry.size;
-      } else {
-        this.extra.insert(entry.seq, entry.lsn, entry.size, entry.flags, undefined, entry.deliveries);
-      }
+      if (entry.seq <= this.cursor) this.extra.insert(entry.seq, entry.lsn, entry.size, entry.flags, undefined, entry.deliveries);
     }
   }
 }

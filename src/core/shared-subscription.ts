@@ -21,8 +21,6 @@
  * is then the member session's, as for its own messages. Retained messages
  * are never sent on a shared subscription (§4.8.2).
  */
-import { mqttPropertiesOf } from './bridge-properties.js';
-import { isExpired, outgoingPropertiesOf } from './mqtt-message-properties.js';
 import { EntryFlag, type EntryView } from '../projections/entry-queue.js';
 import { isSharedFilter, sharedFilterPrefix } from '../projections/shared-groups.js';
 
@@ -33,7 +31,7 @@ import { record, type Committer, type PendingRecord } from './committer.js';
 import { ConsumerRing, DestinationRuntime, isDurableEntry, recordBoundDrops } from './destination-runtime.js';
 import type { CoreLimits } from './limits.js';
 import type { MessageStore } from './message-store.js';
-import { minQos, mqttTopicOf, packetIdOf, type SessionDelivery, type SessionRuntime } from './mqtt-sessions.js';
+import { minQos, outgoingOf, packetIdOf, type SessionDelivery, type SessionRuntime } from './mqtt-sessions.js';
 import { qosOf } from '../projections/destinations.js';
 import type { BrokerObserver } from './observer.js';
 import { sharedDeliveryFlagsOf } from './subscription-delivery.js';
@@ -76,16 +74,12 @@ export interface SharedInflight {
 
 /** One group at run time: ready entries (durable ones are also in the projection), its members in join order. */
 export class SharedGroup extends DestinationRuntime<StoredMessage> {
-  readonly ring = new ConsumerRing<SessionRuntime>();
+  readonly members = new ConsumerRing<SessionRuntime>();
   readonly memberQos = new Map<SessionRuntime, Qos>();
 
   constructor(readonly name: string, readonly shareName: string, readonly filter: string, private readonly state: BrokerState) {
     super(undefined, (message) => message);
     this.nextSeq = state.groups.get(name)?.nextSeq ?? 1;
-  }
-
-  get members(): readonly SessionRuntime[] {
-    return this.ring.list;
   }
 
   /** The projection's group: present while a persistent session is a member. */
@@ -94,12 +88,12 @@ export class SharedGroup extends DestinationRuntime<StoredMessage> {
   }
 
   add(member: SessionRuntime, qos: Qos): void {
-    if (!this.memberQos.has(member)) this.ring.add(member);
+    if (!this.memberQos.has(member)) this.members.add(member);
     this.memberQos.set(member, qos);
   }
 
   remove(member: SessionRuntime): void {
-    if (this.ring.remove(member)) this.memberQos.delete(member);
+    if (this.members.remove(member)) this.memberQos.delete(member);
   }
 }
 
@@ -165,7 +159,7 @@ export class SharedSubscriptions {
     const groups = this.groupsOfMember.get(session);
     groups?.delete(group);
     if (groups?.size === 0) this.groupsOfMember.delete(session);
-    if (group.members.length === 0) this.drop(group);
+    if (group.members.list.length === 0) this.drop(group);
   }
 
   /** The session is discarded (clean session gone, or replaced by clean_session=1): it leaves every group. */
@@ -238,7 +232,7 @@ export class SharedSubscriptions {
     let row = 0;
     for (const group of groups) {
       if (qos === 0) {
-        const member = group.ring.next((candidate) => candidate.link !== undefined);
+        const member = group.members.next((candidate) => candidate.link !== undefined);
         if (member !== undefined) this.context.delivery.sendDirect(member, message, false, group.name);
         continue;
       }
@@ -256,10 +250,9 @@ export class SharedSubscriptions {
 
   /** Hand ready messages to members while one has room. */
   dispatch(group: SharedGroup): void {
-    const windowMax = this.context.limits.sessionInflightMessagesMax;
-    const hasRoom = (member: SessionRuntime): boolean => member.link !== undefined && member.windowHasRoom(windowMax);
+    const hasRoom = (member: SessionRuntime): boolean => member.link !== undefined && member.windowHasRoom(this.context.limits.sessionInflightMessagesMax);
     while (group.readyCount > 0) {
-      const member = group.ring.next(hasRoom);
+      const member = group.members.next(hasRoom);
       if (member === undefined) return;
       const entry = group.ready.shift()!;
       const durable = isDurableEntry(entry);
@@ -280,24 +273,16 @@ export class SharedSubscriptions {
   }
 
   private send(group: SharedGroup, member: SessionRuntime, entry: EntryView<StoredMessage>, message: StoredMessage): void {
-    const topic = mqttTopicOf(message);
-    if (member.reader?.mayRead(topic) === false) {
-      // As for a session's own queue (SessionDelivery.dropUnreadable): dropped, recorded, never sent.
-      if (isDurableEntry(entry)) this.context.committer.commitQuietly([record('drop', { g: group.name, s: [entry.seq], why: 'acl' })]);
-      return;
-    }
-    const qos = minQos(qosOf(entry.flags), group.memberQos.get(member) ?? 0);
     const durable = isDurableEntry(entry);
-    const now = this.context.committer.now();
-    const stored = mqttPropertiesOf(message);
-    // A message whose expiry passed while it waited in the group is never delivered [MQTT-3.3.2-5]: dropped as from a session's queue.
-    if (isExpired(stored, now)) {
-      this.context.observer.drop('session', 1);
-      if (durable) this.context.committer.commitQuietly([record('drop', { g: group.name, s: [entry.seq], why: 'expired' })]);
+    const outgoing = outgoingOf(member.reader, message, this.context.committer.now());
+    if (typeof outgoing === 'string') {
+      // Dropped unsent, recorded, as from a session's queue.
+      if (outgoing === 'expired') this.context.observer.drop('session', 1);
+      if (durable) this.context.committer.commitQuietly([record('drop', { g: group.name, s: [entry.seq], why: outgoing })]);
       return;
     }
-    // MQTT 5 properties travel to a group member as to any subscriber (the expiry as what is left of it).
-    const properties = outgoingPropertiesOf(stored, now);
+    const { topic, properties } = outgoing;
+    const qos = minQos(qosOf(entry.flags), group.memberQos.get(member) ?? 0);
     // The member's subscription to this group gives the RETAIN flag (Retain As Published) and the identifier.
     const { retain, subscriptionIdentifiers } = sharedDeliveryFlagsOf(member.state, group.name, message);
     this.context.observer.messageOut('mqtt');
@@ -326,7 +311,7 @@ export class SharedSubscriptions {
     let id = this.packetIdCursor.get(member) ?? packetIdOf(member.state.nextSeq + 32_767);
     for (let tries = 0; tries < 65_535; tries++) {
       id = (id % 65_535) + 1;
-      if (!member.inflight.has(id) && !member.sharedInflight.has(id) && !member.state.rel.has(id)) {
+      if (!member.packetIdInUse(id)) {
         this.packetIdCursor.set(member, id);
         return id;
       }

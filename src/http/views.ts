@@ -37,7 +37,7 @@ export function sessionsView(broker: Broker): unknown {
     subscriptions: [...session.state.subscriptions].map(([filter, qos]) => ({ filter, qos, ...session.state.subscriptionOptions.get(filter) })),
     pending: session.state.pending.size,
     /** Its own messages and shared-subscription deliveries. */
-    inflight: session.inflight.size + session.sharedInflight.size,
+    inflight: session.unacked.size + session.sharedInflight.size,
     dropped: session.state.dropped,
   }));
   const { items, truncated } = capped(sessions);
@@ -51,7 +51,7 @@ export function sharedSubscriptionsView(broker: Broker): unknown {
     shareName: group.shareName,
     filter: group.filter,
     persistent: group.durableState !== undefined,
-    members: group.members.map((member) => ({ clientId: member.clientId, connected: member.link !== undefined, qos: group.memberQos.get(member) ?? 0 })),
+    members: group.members.list.map((member) => ({ clientId: member.clientId, connected: member.link !== undefined, qos: group.memberQos.get(member) ?? 0 })),
     ready: group.readyCount,
     inflight: group.unacked.size,
     dropped: group.durableState?.dropped ?? 0,

@@ -203,13 +203,6 @@ export class EntryQueue<M = never> {
     }
   }
 
-  /** The first live seq after `seq` (or the first of all when undefined): a cursor that survives inserts and removals. */
-  nextSeqAfter(seq: number | undefined): number | undefined {
-    let i = seq === undefined ? this.head : this.upperBound(seq);
-    while (i < this.end && (this.flagBits[i]! & EntryFlag.removed) !== 0) i++;
-    return i < this.end ? this.seqs[i] : undefined;
-  }
-
   /** The entry `seq`, if it still references the record at LSN `from`, references `to` instead (a moved message). */
   relink(seq: number, from: number, to: number): boolean {
     const index = this.indexOf(seq);
@@ -245,6 +238,18 @@ export class EntryQueue<M = never> {
       found.push([this.seqs[i]!, this.lsns[i]!]);
     }
     return found;
+  }
+
+  /** How many live entries have a seq above `seq`, and their payload bytes. */
+  tallyAfter(seq: number): { count: number; bytes: number } {
+    let count = 0;
+    let bytes = 0;
+    for (let i = this.upperBound(seq); i < this.end; i++) {
+      if ((this.flagBits[i]! & EntryFlag.removed) !== 0) continue;
+      count++;
+      bytes += this.sizes[i]!;
+    }
+    return { count, bytes };
   }
 
   /** The first live entry with a seq above `seq`. */

@@ -91,10 +91,13 @@ describe('EntryQueue', () => {
         expect([...rebuilt.entries()]).toEqual(expected);
         expect(rebuilt.oldestInLog()?.lsn).toBe(queue.oldestInLog()?.lsn);
         expect(rebuilt.bytes).toBe(queue.bytes);
-        // The cursor walks every live seq in order.
+        // A cursor walks every live seq in order, and what lies above any seq is tallied right.
         const walked: number[] = [];
-        for (let s = queue.nextSeqAfter(undefined); s !== undefined; s = queue.nextSeqAfter(s)) walked.push(s);
+        for (let e = queue.entryAfter(0); e !== undefined; e = queue.entryAfter(e.seq)) walked.push(e.seq);
         expect(walked).toEqual(expected.map((e) => e.seq));
+        const middle = expected[expected.length >> 1]?.seq ?? 0;
+        const above = expected.filter((e) => e.seq > middle);
+        expect(queue.tallyAfter(middle)).toEqual({ count: above.length, bytes: above.reduce((sum, e) => sum + e.size, 0) });
       }),
       { seed: testSeed, numRuns: 300 },
     );
