@@ -4,7 +4,8 @@
  * installed, a private RabbitMQ node running beside it, phase by phase in
  * alternation (Cairn, then RabbitMQ):
  *   1. fill N persistent messages of S bytes into 4 durable queues
- *      (backlog-workload.ts: pipelined confirms, rate per 50k slice);
+ *      (backlog-workload.ts: pipelined confirms, rate per 50k slice), after
+ *      a warm-up of 20,000 through a scratch queue that is then deleted;
  *   2. RSS of the broker process, data-directory bytes (Cairn: against the
  *      bytes of the records in its segments, snapshots shown apart);
  *   3. SIGKILL, restart on the same data, time until every queue is back at
@@ -17,7 +18,7 @@
  * exit path, Ctrl-C included (bench-cleanup.ts).
  */
 import * as os from 'node:os';
-import { drainQueues, fillQueues, readCounts, waitForCounts } from './backlog-workload.js';
+import { drainQueues, fillQueues, readCounts, waitForCounts, warmUp } from './backlog-workload.js';
 import { type BacklogBroker, startCairnBacklogBroker, startRabbitBacklogBroker, readCairnRecords, restartTimeoutMs } from './backlog-brokers.js';
 import { printBacklogReport, type BacklogPhases as Phases } from './backlog-report.js';
 import { cleanupOnExit } from './bench-cleanup.js';
@@ -25,6 +26,8 @@ import { rssBytes, filesBytes } from './bench-measures.js';
 import { benchBaseDir, tempDir } from './bench-mqtt.js';
 
 const queueCount = 4;
+/** Messages of the fill's warm-up (backlog-workload.ts warmUp); their records stay in the log and count in its bytes. */
+const warmUpMessages = 20_000;
 const queues = Array.from({ length: queueCount }, (_, i) => `bench.backlog.${i}`);
 
 function positiveIntegerFromEnv(name: string, fallback: number): number {
@@ -40,6 +43,8 @@ function loadAverage(): string {
 }
 
 async function fillPhase(broker: BacklogBroker, perQueue: number, body: Buffer, phases: Phases): Promise<void> {
+  console.log(`${broker.name}: warming up with ${warmUpMessages.toLocaleString('en-US')} messages through a scratch queue, deleted after (load average ${loadAverage()})`);
+  await warmUp(broker.url(), 'bench.backlog.warmup', warmUpMessages, body);
   console.log(`${broker.name}: filling ${(perQueue * queueCount).toLocaleString('en-US')} messages (load average ${loadAverage()})`);
   phases.fill = await fillQueues(broker.url(), queues, perQueue, body);
   const counts = await readCounts(broker.url(), queues);
