@@ -9,8 +9,10 @@
  *   the projection through its ack or drop record); the entries above it are
  *   ready, in seq order.
  * - `extra`: entries that are ready but not above the cursor or not in the
- *   projection at all: requeued durable messages (back at their seq place),
- *   and transient messages, which hold their body (never logged).
+ *   projection at all: requeued durable messages (back at their seq place,
+ *   read at the LSN the projection holds for them when they come up: a
+ *   segment release may have moved them), and transient messages, which hold
+ *   their body (never logged).
  * - `tail`: durable messages published in this tick whose msg record is not
  *   applied yet (Committer.commitDeferred); once the projection's nextSeq
  *   passes them they are the projection's (`absorbApplied`).
@@ -102,7 +104,7 @@ export class ReadyEntries<M> {
   }
 
   private head(): [EntryView<M> | undefined, 'extra' | 'tail' | 'projection'] {
-    let best = this.extra.size > 0 ? this.extra.first() : undefined;
+    let best = this.extra.size > 0 ? this.atCurrentLsn(this.extra.first()!) : undefined;
     let source: 'extra' | 'tail' | 'projection' = 'extra';
     const tailHead = this.tail.size > 0 ? this.tail.first() : undefined;
     if (tailHead !== undefined && (best === undefined || tailHead.seq < best.seq)) {
@@ -118,6 +120,17 @@ export class ReadyEntries<M> {
       }
     }
     return [best, source];
+  }
+
+  /**
+   * A requeued durable entry at the LSN the projection holds for it now: a segment release may have moved
+   * the message (segment-release.ts relinks the projection's entry) while it was out with a consumer, and
+   * retention may have removed the record its delivery was read from.
+   */
+  private atCurrentLsn(view: EntryView<M>): EntryView<M> {
+    if (this.durable === undefined || view.held !== undefined) return view;
+    const lsn = this.durable.pending.get(view.seq)?.lsn;
+    return lsn === undefined || lsn === view.lsn ? view : { ...view, lsn };
   }
 
   /**
