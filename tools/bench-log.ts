@@ -3,7 +3,8 @@
  * concurrent appenders (each a closed loop: append, await, repeat), for
  * records with 100-byte and 4 KiB payloads, compared in the same run with the
  * raw rate of a plain `write + fdatasync` loop on the same disk (same
- * directory) writing frames of the same size.
+ * directory) writing frames of the same size, each row with the process's CPU
+ * time per record (every thread: what a record costs beside the disk's wait).
  *
  * The raw loop and the 1-, 8- and 64-appender cases alternate in short
  * slices, so a noisy neighbour on a shared machine (this one's fdatasync swings
@@ -53,13 +54,15 @@ interface Tally {
   ms: number;
   /** Event-loop busy time during the measured slices (appender cases). */
   busyMs: number;
+  /** The process's CPU time (user + system, every thread: the fdatasyncs' pool thread too) during the measured slices. */
+  cpuMs: number;
   /** The fdatasyncs of the measured slices, in ms (appender cases). */
   readonly syncs: number[];
   readonly latencies: Latencies;
   readonly frameBytes: number;
 }
 
-const newTally = (frameBytes: number): Tally => ({ records: 0, ms: 0, busyMs: 0, syncs: [], latencies: new Latencies(), frameBytes });
+const newTally = (frameBytes: number): Tally => ({ records: 0, ms: 0, busyMs: 0, cpuMs: 0, syncs: [], latencies: new Latencies(), frameBytes });
 const perSecond = (t: Tally): number => (t.records / t.ms) * 1000;
 
 function recordOf(payloadBytes: number): AppendRecord {
@@ -69,6 +72,7 @@ function recordOf(payloadBytes: number): AppendRecord {
 /** The plain loop the log is measured against: one write and one fdatasync per frame, nothing else. */
 async function rawSlice(fd: number, position: { bytes: number }, frame: Buffer, ms: number, tally: Tally | undefined): Promise<void> {
   const started = performance.now();
+  const cpuAtStart = process.cpuUsage();
   const end = started + ms;
   while (performance.now() < end) {
     const t = performance.now();
@@ -80,7 +84,15 @@ async function rawSlice(fd: number, position: { bytes: number }, frame: Buffer, 
       tally.records += 1;
     }
   }
-  if (tally !== undefined) tally.ms += performance.now() - started;
+  if (tally !== undefined) {
+    tally.ms += performance.now() - started;
+    tally.cpuMs += cpuMsSince(cpuAtStart);
+  }
+}
+
+function cpuMsSince(start: NodeJS.CpuUsage): number {
+  const used = process.cpuUsage(start);
+  return (used.user + used.system) / 1000;
 }
 
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
@@ -102,6 +114,7 @@ function openLog(dir: string, options: { pipeline?: boolean } = {}): Promise<Seg
 async function appendSlice(log: SegmentedLog, appenders: number, record: AppendRecord, ms: number, tally: Tally | undefined, jitter = false): Promise<void> {
   const started = performance.now();
   const loopAtStart = performance.eventLoopUtilization();
+  const cpuAtStart = process.cpuUsage();
   if (tally !== undefined) syncTally.set(log, tally);
   const end = started + ms;
   const loop = async (): Promise<void> => {
@@ -120,6 +133,7 @@ async function appendSlice(log: SegmentedLog, appenders: number, record: AppendR
   if (tally !== undefined) {
     tally.ms += performance.now() - started;
     tally.busyMs += performance.eventLoopUtilization(loopAtStart).active;
+    tally.cpuMs += cpuMsSince(cpuAtStart);
   }
 }
 
@@ -182,6 +196,7 @@ function row(label: string, tally: Tally, comparison = ''): string {
     megabytes.toFixed(1).padStart(8),
     tally.latencies.percentileMicros(50).toFixed(0).padStart(8),
     tally.latencies.percentileMicros(99).toFixed(0).padStart(8),
+    (tally.records === 0 ? Number.NaN : (tally.cpuMs * 1000) / tally.records).toFixed(2).padStart(10),
   ];
   return `${cells.join(' ')}   ${comparison}`;
 }
@@ -299,7 +314,7 @@ export async function benchLog(): Promise<void> {
   const dir = fs.mkdtempSync(join(process.env['CAIRN_BENCH_DIR'] ?? os.tmpdir(), 'cairn-bench-log-'));
   const [load1] = os.loadavg();
   console.log(`log append: ${caseMs / 1000} s per case, data in ${dir}; node ${process.version}, ${os.cpus().length} CPUs, load average ${load1?.toFixed(2)}`);
-  console.log(`${'case'.padEnd(44)} ${'records/s'.padStart(10)} ${'MB/s'.padStart(8)} ${'p50 µs'.padStart(8)} ${'p99 µs'.padStart(8)}`);
+  console.log(`${'case'.padEnd(44)} ${'records/s'.padStart(10)} ${'MB/s'.padStart(8)} ${'p50 µs'.padStart(8)} ${'p99 µs'.padStart(8)} ${'CPU µs/rec'.padStart(10)}`);
   const summary: string[] = [];
   try {
     for (const payloadBytes of payloadSizes) await benchPayload(dir, payloadBytes, summary);
