@@ -13,10 +13,14 @@
  * up to N are copied, then S is written into NEWDIR. Start-up loads S,
  * replays the rest, and reads queued messages from the copied segments.
  *
- * The source may be a JetStream log (`--from nats://host/stream`): the new
- * directory is a file log. A writer's takeover fence takes an LSN without a
- * record: fences before the first copied record are skipped (the new log
- * starts after them), one among the copied records is refused, naming it.
+ * The source may be a JetStream log (`--from nats://host/stream`). A
+ * writer's takeover fence takes an LSN without a record: fences before the
+ * first copied record are skipped (the new log starts after them), one among
+ * the copied records is refused, naming it.
+ *
+ * The target is a data directory, or a new JetStream log (`--to
+ * nats://host/newstream`, recover-into-stream.ts): the same records with the
+ * same LSNs and the same snapshot, in a stream and its bucket.
  */
 import * as fs from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -25,7 +29,7 @@ import { checkNotLocked, isLockFileName, lockDataDirectory } from '../log/direct
 import { LogError, SegmentedLog, type AppendRecord } from '../log/index.js';
 import { createSegment } from '../log/segment.js';
 import { snapshotFileName, writeSnapshotFile } from '../log/snapshot.js';
-import { lsnFlag, parseLsn, parseTime, requiredString, timeFlag, UsageError, type CommandSpec, type ParsedFlags } from './args.js';
+import { countFlag, lsnFlag, parseLsn, parsePositiveInteger, parseTime, requiredString, timeFlag, UsageError, type CommandSpec, type ParsedFlags } from './args.js';
 import { decode, encode } from '@msgpack/msgpack';
 import { oldestLiveMessage } from '../projections/pins.js';
 import { decodeState, encodeState, type EncodedState } from '../projections/snapshot-codec.js';
@@ -34,7 +38,8 @@ import { isoTime } from './format.js';
 import { writeLines } from './output.js';
 import { replayBase, resolvePoint } from './project.js';
 import { Progress, type InspectIo } from './progress.js';
-import { describeRange, openSource, type LogSource } from './source.js';
+import { recoverIntoStream } from './recover-into-stream.js';
+import { describeRange, isJetStreamLocation, openSource, type LogSource } from './source.js';
 
 const appendBatchRecords = 4096;
 
@@ -43,9 +48,10 @@ export const recoverCommand: CommandSpec = {
   summary: 'Writes a new data directory whose state is the state right after record N (--lsn) or after the last record\nat or before a time (--time). The source directory is only read.',
   flags: [
     { name: 'from', kind: 'value', valueName: 'DIR', required: true, help: 'the data directory to recover from, or a JetStream log nats://host:4222/stream (credentials: CAIRN_NATS_CREDS); only read' },
-    { name: 'to', kind: 'value', valueName: 'NEWDIR', required: true, help: 'a new or empty directory to write' },
+    { name: 'to', kind: 'value', valueName: 'NEWDIR', required: true, help: 'a new or empty directory to write, or a new JetStream log nats://host:4222/newstream (credentials: CAIRN_NATS_CREDS)' },
     lsnFlag('lsn', 'recover to right after this LSN'),
     timeFlag('time', 'recover to the last record at or before this time'),
+    countFlag('nats-replicas', 'with --to nats://…: replicas of the new stream, its snapshot bucket and lease (1..5)', '3'),
   ],
   examples: ['cairn recover --from ./data --to ./data-at-10h15 --time 2026-11-29T10:15:00Z'],
 };
@@ -61,58 +67,108 @@ export async function runRecoverCommand(flags: ParsedFlags, io: InspectIo): Prom
   const target = resolvePoint(source, lsnValue !== undefined ? { lsn: parseLsn('lsn', lsnValue) } : { time: parseTime('time', timeValue!, Date.now()) });
   const base = replayBase(source, target);
   if (base === undefined) throw new UsageError(`cannot recover to LSN ${target}: no valid snapshot at or before it and ${describeRange(source)}`);
-  checkTargetDirectory(toDir);
+  const toStream = isJetStreamLocation(toDir);
+  if (!toStream) checkTargetDirectory(toDir);
 
-  // The first directory mkdir made (toDir or a parent of it); undefined when toDir was there, empty.
-  const created = await fs.promises.mkdir(toDir, { recursive: true });
-  // Held while NEWDIR is written: a broker started on it meanwhile would append to a half-made log.
-  const lock = lockDataDirectory(toDir, 'cairn recover');
-  let copied: Awaited<ReturnType<typeof copyRecords>>;
-  let copyFrom = base.snapshotLsn + 1;
+  const plan = planCopy(source.reader, base, target, io);
+  let copied: CopiedRecords;
   try {
-    if (base.data !== undefined) {
-      const pinned = oldestLiveMessage(decodeState(decode(base.data) as EncodedState))?.lsn;
-      if (pinned !== undefined && pinned < copyFrom) copyFrom = pinned;
-      fs.closeSync(await createSegment(nodeFileSystem, toDir, copyFrom));
-      // The log opens only on a snapshot at or after its start: while the pinned records are copied, a
-      // placeholder (an empty state at copyFrom - 1) stands in for S, which would lie beyond the log's end.
-      if (copyFrom <= base.snapshotLsn) await writeEmptyState(toDir, copyFrom - 1);
-    } else {
-      // A JetStream log starts with its first writer's fence (an LSN without a record): the new log starts
-      // after the leading fences, on the empty state they leave (kept: it is the true state there).
-      const first = firstRecordLsn(source.reader, copyFrom, target);
-      if (first > copyFrom) {
-        copyFrom = first;
-        fs.closeSync(await createSegment(nodeFileSystem, toDir, copyFrom));
-        await writeEmptyState(toDir, copyFrom - 1);
-      }
-    }
-    copied = await copyRecords(source.reader, toDir, copyFrom - 1, target, io);
-    if (base.data !== undefined) {
-      await writeSnapshotFile(nodeFileSystem, toDir, base.snapshotLsn, base.data);
-      if (copyFrom <= base.snapshotLsn) {
-        fs.unlinkSync(join(toDir, snapshotFileName(copyFrom - 1)));
-        await fsyncDirectory(nodeFileSystem, toDir);
-      }
-    }
+    copied = toStream
+      ? await recoverIntoStream(toDir, parsePositiveInteger('nats-replicas', flags.strings.get('nats-replicas') ?? '3'), plan)
+      : await recoverIntoDirectory(toDir, plan);
   } catch (error) {
-    // A half-made directory must not pass for a recovered one: remove what this run made (the lock first).
-    lock.release();
-    removeWhatWasMade(toDir, created);
-    const why = error instanceof Error ? error.message : String(error);
-    const removed = created !== undefined ? `${created} was removed` : `what was written into ${toDir} was removed`;
-    if (error instanceof LogError) throw new LogError(error.code, `cannot recover to LSN ${target} (it needs LSN ${copyFrom}..${target}): ${why}; ${removed}`, { cause: error });
+    if (error instanceof LogError) throw new LogError(error.code, `cannot recover to LSN ${target} (it needs LSN ${plan.copyFrom}..${target}): ${error.message}`, { cause: error });
     throw error;
-  } finally {
-    lock.release();
   }
-  const from = base.snapshotLsn > 0 ? `snapshot at LSN ${base.snapshotLsn} + records ${copyFrom}..${target}` : `records 1..${target}`;
+  const from = base.snapshotLsn > 0 ? `snapshot at LSN ${base.snapshotLsn} + records ${plan.copyFrom}..${target}` : `records 1..${target}`;
   await writeLines(io.stdout, [`recovered ${toDir}: state right after LSN ${target}${copied.lastTimestamp === undefined ? '' : ` (${isoTime(copied.lastTimestamp)})`} from ${from} (${copied.records} record(s) copied); ${fromDir} was not modified`]);
   return 0;
 }
 
-function writeEmptyState(dir: string, lsn: number): Promise<string> {
-  return writeSnapshotFile(nodeFileSystem, dir, lsn, encode(encodeState({ ...initialState(), lastLsn: lsn })));
+export interface CopiedRecords {
+  readonly records: number;
+  readonly lastTimestamp: number | undefined;
+}
+
+/** The log a recovery writes into: it must give each copied record the LSN it had. */
+export interface RecoveredLog {
+  readonly nextLsn: number;
+  append(records: readonly AppendRecord[]): Promise<number[]>;
+}
+
+/** What a recovery writes, whatever the target. */
+export interface RecoverPlan {
+  /** The first LSN copied: the new log starts there. */
+  readonly copyFrom: number;
+  /** An empty state at copyFrom - 1 (leading fences skipped, no snapshot): the true state there, for inspect's projections. */
+  readonly emptyState: { readonly lsn: number; readonly data: Uint8Array } | undefined;
+  /** The source's snapshot the state starts from, written once the records are copied. */
+  readonly snapshot: { readonly lsn: number; readonly data: Uint8Array } | undefined;
+  /** Copies the records copyFrom..target into `log`. */
+  copy(log: RecoveredLog): Promise<CopiedRecords>;
+}
+
+function planCopy(reader: LogSource['reader'], base: { snapshotLsn: number; data: Uint8Array | undefined }, target: number, io: InspectIo): RecoverPlan {
+  let copyFrom = base.snapshotLsn + 1;
+  let emptyState: RecoverPlan['emptyState'];
+  if (base.data !== undefined) {
+    const pinned = oldestLiveMessage(decodeState(decode(base.data) as EncodedState))?.lsn;
+    if (pinned !== undefined && pinned < copyFrom) copyFrom = pinned;
+  } else {
+    // A JetStream log starts with its first writer's fence (an LSN without a record): the new log starts
+    // after the leading fences, on the empty state they leave (kept: it is the true state there).
+    const first = firstRecordLsn(reader, copyFrom, target);
+    if (first > copyFrom) {
+      copyFrom = first;
+      emptyState = { lsn: copyFrom - 1, data: emptyStateData(copyFrom - 1) };
+    }
+  }
+  const snapshot = base.data === undefined ? undefined : { lsn: base.snapshotLsn, data: base.data };
+  return { copyFrom, emptyState, snapshot, copy: (log) => copyRecords(reader, log, copyFrom - 1, target, io) };
+}
+
+async function recoverIntoDirectory(toDir: string, plan: RecoverPlan): Promise<CopiedRecords> {
+  const { copyFrom, snapshot } = plan;
+  // The first directory mkdir made (toDir or a parent of it); undefined when toDir was there, empty.
+  const created = await fs.promises.mkdir(toDir, { recursive: true });
+  // Held while NEWDIR is written: a broker started on it meanwhile would append to a half-made log.
+  const lock = lockDataDirectory(toDir, 'cairn recover');
+  try {
+    if (snapshot !== undefined || plan.emptyState !== undefined) fs.closeSync(await createSegment(nodeFileSystem, toDir, copyFrom));
+    // The log opens only on a snapshot at or after its start: while the pinned records are copied, a
+    // placeholder (an empty state at copyFrom - 1) stands in for S, which would lie beyond the log's end.
+    const placeholder = snapshot !== undefined && copyFrom <= snapshot.lsn;
+    if (placeholder) await writeSnapshotFile(nodeFileSystem, toDir, copyFrom - 1, emptyStateData(copyFrom - 1));
+    if (plan.emptyState !== undefined) await writeSnapshotFile(nodeFileSystem, toDir, plan.emptyState.lsn, plan.emptyState.data);
+    const log = await SegmentedLog.open({ dir: toDir });
+    let copied: CopiedRecords;
+    try {
+      copied = await plan.copy(log);
+    } finally {
+      await log.close();
+    }
+    if (snapshot !== undefined) {
+      await writeSnapshotFile(nodeFileSystem, toDir, snapshot.lsn, snapshot.data);
+      if (placeholder) {
+        fs.unlinkSync(join(toDir, snapshotFileName(copyFrom - 1)));
+        await fsyncDirectory(nodeFileSystem, toDir);
+      }
+    }
+    return copied;
+  } catch (error) {
+    // A half-made directory must not pass for a recovered one: remove what this run made (the lock first).
+    lock.release();
+    removeWhatWasMade(toDir, created);
+    const removed = created !== undefined ? `${created} was removed` : `what was written into ${toDir} was removed`;
+    if (error instanceof LogError) throw new LogError(error.code, `${error.message}; ${removed}`, { cause: error });
+    throw error;
+  } finally {
+    lock.release();
+  }
+}
+
+function emptyStateData(lsn: number): Uint8Array {
+  return encode(encodeState({ ...initialState(), lastLsn: lsn }));
 }
 
 /** The LSN of the first record at or after `from`, or past `target` when none is up to it. */
@@ -139,10 +195,7 @@ function checkTargetDirectory(dir: string): void {
   if (fs.readdirSync(dir).some((name) => !isLockFileName(name))) throw new UsageError(`--to ${dir} exists and is not empty: give a new or empty directory`);
 }
 
-async function copyRecords(
-  reader: LogSource['reader'], toDir: string, afterLsn: number, target: number, io: InspectIo,
-): Promise<{ records: number; lastTimestamp: number | undefined }> {
-  const log = await SegmentedLog.open({ dir: toDir });
+async function copyRecords(reader: LogSource['reader'], log: RecoveredLog, afterLsn: number, target: number, io: InspectIo): Promise<CopiedRecords> {
   const progress = new Progress(io, 'recover', target - afterLsn);
   let records = 0;
   let lastTimestamp: number | undefined;
@@ -175,7 +228,6 @@ async function copyRecords(
     if (log.nextLsn !== target + 1) throw new Error(`copied up to LSN ${log.nextLsn - 1}, expected ${target}`);
   } finally {
     progress.finish();
-    await log.close();
   }
   return { records, lastTimestamp };
 }

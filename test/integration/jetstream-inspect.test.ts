@@ -5,7 +5,8 @@
  * snapshot bucket (without a lease, publishing nothing): segments, verify,
  * records, the projected state, a message's trace; `recover --from nats://…`
  * writes a file-log data directory whose broker serves the state of that
- * moment. The stream's first LSN is the first writer's fence (no record),
+ * moment, and `recover --to nats://…/newstream` a new stream whose broker
+ * does. The stream's first LSN is the first writer's fence (no record),
  * which recover skips. The broker runs with `--nats-replicas 1`: the stream
  * it creates has one replica.
  */
@@ -53,6 +54,22 @@ afterAll(async () => {
 
 async function cairn(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return runCairnCommand(args, 30_000);
+}
+
+/** A broker serving the recovered log holds exactly the orders that were not acknowledged, in order. */
+async function expectOrdersServed(dir: string, args: string[]): Promise<void> {
+  const served = await startBroker(dir, args);
+  cleanups.push(() => served.kill());
+  const connection = await amqp.connect(`amqp://127.0.0.1:${served.amqpPort}`);
+  cleanups.push(() => connection.close().catch(() => undefined));
+  const channel = await connection.createChannel();
+  const bodies: string[] = [];
+  for (;;) {
+    const message = await channel.get('orders', { noAck: true });
+    if (message === false) break;
+    bodies.push(message.content.toString());
+  }
+  expect(bodies).toEqual(Array.from({ length: published - acked }, (_, i) => `order-${acked + i + 1}`));
 }
 
 describe('inspect and recover on a JetStream log', () => {
@@ -106,18 +123,29 @@ describe('inspect and recover on a JetStream log', () => {
     const to = `${target.dir}/recovered`;
     const recovered = await cairn('recover', '--from', location, '--to', to, '--time', new Date().toISOString());
     expect(recovered.code, recovered.stderr).toBe(0);
-    const served = await startBroker(to, ['--mqtt-port', 'off']);
-    cleanups.push(() => served.kill());
-    const connection = await amqp.connect(`amqp://127.0.0.1:${served.amqpPort}`);
-    cleanups.push(() => connection.close().catch(() => undefined));
-    const channel = await connection.createChannel();
-    const bodies: string[] = [];
-    for (;;) {
-      const message = await channel.get('orders', { noAck: true });
-      if (message === false) break;
-      bodies.push(message.content.toString());
-    }
-    expect(bodies).toEqual(Array.from({ length: published - acked }, (_, i) => `order-${acked + i + 1}`));
+    await expectOrdersServed(to, ['--mqtt-port', 'off']);
+  });
+
+  it('recover --to nats://…/newstream writes a new stream, same LSNs and records, whose broker serves the state of that moment; an existing stream is refused', async () => {
+    const to = `nats://${cluster.servers}/recovered`;
+    const recovered = await cairn('recover', '--from', location, '--to', to, '--time', new Date().toISOString(), '--nats-replicas', '1');
+    expect(recovered.code, recovered.stderr).toBe(0);
+    const verify = await cairn('inspect', 'verify', '--data', to);
+    expect(verify.code, verify.stdout + verify.stderr).toBe(0);
+    // Every record of the new stream is the source's record at the same LSN.
+    const lines = async (data: string) => (await cairn('inspect', 'records', '--data', data, '--json')).stdout.trim().split('\n');
+    const [source, copy] = [await lines(location), await lines(to)];
+    const byLsn = new Map(source.map((line) => [(JSON.parse(line) as { lsn: number }).lsn, line]));
+    expect(copy.length).toBeGreaterThanOrEqual(published - acked);
+    for (const line of copy) expect(line).toBe(byLsn.get((JSON.parse(line) as { lsn: number }).lsn));
+
+    const data = tempDataDir('cairn-jetstream-recovered-stream-');
+    cleanups.push(() => data.remove());
+    await expectOrdersServed(data.dir, ['--log', to, '--lease-ttl', '2s', '--mqtt-port', 'off', '--nats-replicas', '1']);
+
+    const again = await cairn('recover', '--from', location, '--to', to, '--time', new Date().toISOString());
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain('stream recovered exists');
   });
 
   it('a stream that does not exist is a usage error naming it', async () => {

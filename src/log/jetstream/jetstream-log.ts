@@ -90,6 +90,8 @@ export interface JetStreamLogOptions {
   readonly connection?: NatsConnection;
   /** The frames a warm standby already read (standby-tail.ts): the read continues after them. */
   readonly heldFrames?: HeldFrames;
+  /** The LSN of the first record when the stream is empty (a recovered log keeps its source's LSNs); default 1. */
+  readonly firstLsn?: Lsn;
 }
 
 export const publishTimeoutMsDefault = 10_000;
@@ -180,7 +182,7 @@ export class JetStreamLog {
       const state = await ensureStream(manager, address.stream, replicas);
       const snapshots = await SnapshotBucket.open(connection, address.stream, replicas);
       const snapshot = await snapshots.load();
-      const frames = options.heldFrames ?? framesForStream(state, snapshot?.lsn);
+      const frames = options.heldFrames ?? framesForStream(state, Math.max(snapshot?.lsn ?? 0, (options.firstLsn ?? 1) - 1));
       await new StreamReader(js, address.stream, frames).readUntil(state.last_seq);
       const publishTimeoutMs = Math.min(options.publishTimeoutMs ?? publishTimeoutMsDefault, duplicateWindowMs);
       const settings = { publishTimeoutMs, logger, onFailed: options.onFailed };
