@@ -33,6 +33,8 @@ import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
 import { interleavedCases, medianRuns, throughputRuns, timeRoundTrips, type LatencySummary, type RoundTripCase } from './bench-side-by-side.js';
 import { durableTargetRows, rawDiskOpeners, rawDiskRows, threadTimeRow } from './bench-durable-floor.js';
 import { timedCase, type TimedCase } from './bench-thread-times.js';
+import { readStageReport, stageRows, stageTimingEnvironment } from './bench-stage-table.js';
+import type { StageReport } from '../src/stage-timing.js';
 import { startCairnProcess, stopChild, type CairnProcess } from './cairn-process.js';
 
 const payload = Buffer.alloc(100, 0x61);
@@ -56,8 +58,8 @@ export function tempDir(prefix: string): { dir: string; remove(): void } {
 }
 
 /** Starts `cairn serve` on OS-picked ports, without its HTTP listener. */
-export function startCairn(dataDir: string): Promise<CairnProcess> {
-  return startCairnProcess(dataDir, ['--http-port', 'off']);
+export function startCairn(dataDir: string, env: Readonly<Record<string, string>> = {}): Promise<CairnProcess> {
+  return startCairnProcess(dataDir, ['--http-port', 'off'], env);
 }
 
 export function commandExists(name: string): boolean {
@@ -244,8 +246,11 @@ async function runCases(ports: readonly number[], cairnPid: number | undefined):
 export async function benchMqtt(): Promise<void> {
   let raw: MqttRun['raw'];
   let cairnThreads: MqttRun['cairnThreads'];
+  let stages: StageReport | undefined;
 
   const cairnData = tempDir('cairn-bench-mqtt-');
+  const stageDir = tempDir('cairn-bench-stages-');
+  const stageTiming = stageTimingEnvironment(stageDir.dir);
   const mosquittoDir = tempDir('cairn-bench-mosquitto-');
   let cairn: MqttResults;
   let mosquitto: MqttResults | undefined;
@@ -253,7 +258,7 @@ export async function benchMqtt(): Promise<void> {
     ? 'Mosquitto: persistence false (its persistence, when on, is a periodic snapshot, never a per-message fsync); both brokers run side by side and each case alternates between them.'
     : 'mosquitto not installed: Mosquitto column skipped.';
   try {
-    const broker = await startCairn(cairnData.dir);
+    const broker = await startCairn(cairnData.dir, stageTiming.env);
     let other: { port: number; stop(): Promise<void> } | undefined;
     try {
       if (commandExists('mosquitto')) other = await startMosquitto(mosquittoDir.dir);
@@ -265,7 +270,9 @@ export async function benchMqtt(): Promise<void> {
       await broker.stop();
       await other?.stop();
     }
+    stages = readStageReport(stageTiming.file);
   } finally {
+    stageDir.remove();
     cairnData.remove();
     mosquittoDir.remove();
   }
@@ -298,4 +305,7 @@ export async function benchMqtt(): Promise<void> {
   printTable(rows);
   console.log(`Latency ratios > 1: Cairn slower; throughput ratios > 1: Cairn faster. Offline-sub case is Cairn's durable path (fsync per publish).`);
   console.log(mosquittoNote);
+  if (stages === undefined) return;
+  console.log('Cairn, per stage of one sequential QoS 1 round trip (src/stage-timing.ts; sync submitted -> sync done is the thread pool\'s fdatasync and the hops to it and back):');
+  printTable(stageRows(stages));
 }

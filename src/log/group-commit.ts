@@ -38,6 +38,7 @@
  */
 import { assert } from '../assert.js';
 import type { Logger } from '../logger.js';
+import { markStage, Stage } from '../stage-timing.js';
 import { isDescriptorShortage, LogClosedError, toLogFailedError, type LogFailedError } from './errors.js';
 import { nodeFileSystem, writeFully, writeFullySync, type LogFileSystem } from './file-system.js';
 import { FrameOffsets } from './frame-offsets.js';
@@ -236,6 +237,7 @@ export class GroupCommit {
     const length = writeFrameIn(batch.view, batch.buffer, batch.length, lsn, record.timestamp, record.kind, body);
     batch.length += length;
     batch.noteRecord(lsn, record.timestamp, length);
+    markStage(Stage.appended);
   }
 
   private enqueue<T>(lastLsn: Lsn, result: T): Promise<T> {
@@ -277,6 +279,7 @@ export class GroupCommit {
   }
 
   private afterWrite(error: unknown, batch: Batch, segment: ActiveSegment): void {
+    markStage(Stage.written);
     this.writing = false;
     this.inWrite = undefined;
     if (error !== null) return this.fail(error, 'segment write');
@@ -305,7 +308,9 @@ export class GroupCommit {
     // called either way (the bench prints both). Measure again before moving it.
     const target = this.writtenLsnValue;
     const started = performance.now();
+    markStage(Stage.syncSubmitted);
     this.options.fileSystem.fdatasync(this.active.fd, (error) => {
+      markStage(Stage.syncDone);
       this.syncing = false;
       if (error !== null) return this.fail(error, 'fdatasync');
       if (this.failure !== undefined) return this.notifyIfIdle();

@@ -51,6 +51,7 @@ import { disconnectReasonCodeOf, ReasonCode } from './reason-codes.js';
 import { OutboundTopicAliases } from './outbound-topic-aliases.js';
 import { InboundTopicAliases } from './topic-aliases.js';
 import { unrestrictedTopicAccess, type AccessDeniedListener, type MqttTopicAccess } from './topic-access.js';
+import { markStage, Stage } from '../../stage-timing.js';
 
 /** What every connection of one server shares. */
 export interface MqttConnectionContext {
@@ -167,6 +168,7 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
   // ─────────────────────────── inbound ───────────────────────────
 
   private receive(chunk: Buffer): void {
+    markStage(Stage.read);
     if (this.stateValue === 'closed') return;
     this.framer.push(chunk);
     if (this.yielding) return; // the rest of this read waits for our next turn
@@ -187,6 +189,7 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
     } finally {
       this.corked = false;
       this.socket.uncork();
+      markStage(Stage.ackWritten);
     }
   }
 
@@ -432,6 +435,7 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
   private readonly uncork = (): void => {
     this.corked = false;
     this.socket.uncork();
+    markStage(Stage.ackWritten);
   };
 
   /**

@@ -24,8 +24,10 @@ import type { ClientPacketOf } from '../client-packet-rules.js';
 import type { MqttConnection } from '../connection.js';
 import { MqttProtocolError } from '../errors.js';
 import { ReasonCode } from '../reason-codes.js';
+import { markStage, Stage } from '../../../stage-timing.js';
 
 export function handlePublish(connection: MqttConnection, packet: ClientPacketOf<'publish'>): void {
+  markStage(Stage.decoded);
   // Copied: the decoded payload is a view of a socket chunk, and a queued
   // message would otherwise keep that whole chunk alive.
   const payload = typeof packet.payload === 'string' ? Buffer.from(packet.payload, 'utf8') : Buffer.from(packet.payload);
@@ -56,11 +58,13 @@ export function handlePublish(connection: MqttConnection, packet: ClientPacketOf
   const packetId = packet.messageId;
   const incoming: MqttIncomingPublish = { topic, payload, qos: packet.qos, retain: packet.retain, packetId, properties };
   const result = connection.session.publish(incoming);
+  markStage(Stage.routed);
   const reasonCode = result.noSubscribers === true ? ReasonCode.noMatchingSubscribers : ReasonCode.success;
   if (packet.qos === 1) {
     // Only on PUBACK: a failing PUBREC would end the QoS 2 flow while the core still holds its packet id.
     const pubackCode = result.quotaExceeded === true ? ReasonCode.quotaExceeded : reasonCode;
     connection.whenDurable(result.durable, 'PUBLISH QoS 1', () => {
+      markStage(Stage.resolved);
       connection.endInboundPublish(packetId);
       connection.write(encoder.puback(packetId, pubackCode));
     });

@@ -1,0 +1,103 @@
+/**
+ * Where one round trip spends its time, stage by stage, for the benches (issue 18):
+ * with CAIRN_STAGE_TIMING=FILE in its environment the broker notes the clock at
+ * each stage of a publish, from the socket read to the acknowledgement written,
+ * and writes a summary to FILE when the process exits. Unset (always, outside a
+ * bench) a mark is one test of a boolean.
+ *
+ *   read ─▶ decoded ─▶ appended ─▶ routed ─▶ written ─▶ sync submitted ─▶ sync done ─▶ resolved ─▶ ack written
+ *   (socket  (packet    (record in  (publish   (pwrite   (fdatasync to     (its callback (the ack's   (the socket
+ *    data)    handler)   the batch)  returned)  returned)  the thread pool)  on the loop)  promise)    write returned)
+ *
+ * Only sequential round trips are traced: one read carrying one packet, whose
+ * acknowledgement is written before the next read. A second packet in the read,
+ * or a read before the acknowledgement, discards the trace. Each stage keeps its
+ * first mark. A trace with a sync is a durable round trip; one without, not.
+ */
+import { writeFileSync } from 'node:fs';
+
+export const stageTimingVariable = 'CAIRN_STAGE_TIMING';
+
+export const Stage = { read: 0, decoded: 1, appended: 2, routed: 3, written: 4, syncSubmitted: 5, syncDone: 6, resolved: 7, ackWritten: 8 } as const;
+export type Stage = (typeof Stage)[keyof typeof Stage];
+export const stageNames = ['read', 'decoded', 'appended', 'routed', 'written', 'sync submitted', 'sync done', 'resolved', 'ack written'] as const;
+const stageCount = stageNames.length;
+/** Traces kept per kind; later ones are dropped (a bench's latency cases take a few thousand). */
+const tracesMax = 100_000;
+
+export interface StageSummary {
+  readonly traces: number;
+  /** Per stage after the first: p50 of the time since the previous stage the trace marked (µs); null where none marked it. */
+  readonly p50Us: ReadonlyArray<number | null>;
+  readonly meanUs: ReadonlyArray<number | null>;
+  /** read → ack written. */
+  readonly totalP50Us: number;
+}
+
+export interface StageReport {
+  readonly durable: StageSummary;
+  readonly nonDurable: StageSummary;
+}
+
+let enabled = false;
+let current: Float64Array | undefined;
+const completed: { durable: Float64Array[]; nonDurable: Float64Array[] } = { durable: [], nonDurable: [] };
+
+/** Reads CAIRN_STAGE_TIMING; when set, traces from now on and writes the report to that file at exit. */
+export function enableStageTimingFrom(env: NodeJS.ProcessEnv): void {
+  const file = env[stageTimingVariable];
+  if (file === undefined || file === '') return;
+  enabled = true;
+  process.once('exit', () => writeFileSync(file, JSON.stringify(stageReport())));
+}
+
+export function markStage(stage: Stage): void {
+  if (!enabled) return;
+  if (stage === Stage.read) {
+    current = new Float64Array(stageCount).fill(Number.NaN);
+    current[Stage.read] = performance.now();
+    return;
+  }
+  if (current === undefined) return;
+  if (stage === Stage.decoded && !Number.isNaN(current[Stage.decoded]!)) {
+    current = undefined; // a second packet in the read
+    return;
+  }
+  // An uncork writes the acknowledgement only once one is resolved.
+  if (stage === Stage.ackWritten && Number.isNaN(current[Stage.resolved]!)) return;
+  if (Number.isNaN(current[stage]!)) current[stage] = performance.now();
+  if (stage !== Stage.ackWritten) return;
+  const kind = Number.isNaN(current[Stage.syncDone]!) ? completed.nonDurable : completed.durable;
+  if (kind.length < tracesMax) kind.push(current);
+  current = undefined;
+}
+
+export function stageReport(): StageReport {
+  return { durable: summarize(completed.durable), nonDurable: summarize(completed.nonDurable) };
+}
+
+function summarize(traces: readonly Float64Array[]): StageSummary {
+  const deltas: number[][] = Array.from({ length: stageCount }, () => []);
+  const totals: number[] = [];
+  for (const trace of traces) {
+    let previous = trace[Stage.read]!;
+    for (let stage = 1; stage < stageCount; stage++) {
+      const at = trace[stage]!;
+      if (Number.isNaN(at)) continue;
+      deltas[stage]!.push((at - previous) * 1000);
+      previous = at;
+    }
+    totals.push((trace[Stage.ackWritten]! - trace[Stage.read]!) * 1000);
+  }
+  return {
+    traces: traces.length,
+    p50Us: deltas.map((values, stage) => (stage === 0 || values.length === 0 ? null : median(values))),
+    meanUs: deltas.map((values, stage) => (stage === 0 || values.length === 0 ? null : values.reduce((a, b) => a + b, 0) / values.length)),
+    totalP50Us: totals.length === 0 ? Number.NaN : median(totals),
+  };
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}

@@ -1,0 +1,42 @@
+/**
+ * The per-stage table of a broker's round trips (issue 18): the broker, run
+ * with CAIRN_STAGE_TIMING=FILE (src/stage-timing.ts), writes at exit the p50
+ * of each stage's time since the previous one, for its durable and its
+ * non-durable sequential round trips; this turns that file into table rows.
+ * The stages between "sync submitted" and "sync done" run on libuv's thread
+ * pool (the hand-off, the fdatasync, the wake-up of the event loop); every
+ * other stage is event-loop time (CPU or waiting for one).
+ */
+import * as fs from 'node:fs';
+import { join } from 'node:path';
+import { stageNames, stageTimingVariable, type StageReport } from '../src/stage-timing.js';
+import { fmt } from './bench-mqtt.js';
+
+/** The environment that turns stage timing on, and where the report will be. */
+export function stageTimingEnvironment(dir: string): { env: Record<string, string>; file: string } {
+  const file = join(dir, 'stage-timing.json');
+  return { env: { [stageTimingVariable]: file }, file };
+}
+
+/** The report the broker wrote at exit; undefined when it wrote none (killed, or an older build). */
+export function readStageReport(file: string): StageReport | undefined {
+  try {
+    return JSON.parse(fs.readFileSync(file, 'utf8')) as StageReport;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Rows: one per stage, p50 (mean) µs since the previous stage, non-durable and durable side by side. */
+export function stageRows(report: StageReport): string[][] {
+  const cell = (summary: StageReport['durable'], stage: number): string => {
+    const p50 = summary.p50Us[stage];
+    const mean = summary.meanUs[stage];
+    return p50 === null || p50 === undefined ? '' : `${fmt(p50, 1)} (${fmt(mean ?? Number.NaN, 1)})`;
+  };
+  const rows: string[][] = [['stage: us since the previous stage, p50 (mean)', 'no subscriber', 'offline persistent sub']];
+  for (let stage = 1; stage < stageNames.length; stage++) rows.push([stageNames[stage]!, cell(report.nonDurable, stage), cell(report.durable, stage)]);
+  rows.push(['read -> ack written, p50', fmt(report.nonDurable.totalP50Us, 1), fmt(report.durable.totalP50Us, 1)]);
+  rows.push(['round trips traced', String(report.nonDurable.traces), String(report.durable.traces)]);
+  return rows;
+}
