@@ -37,11 +37,14 @@ export interface StageSummary {
 export interface StageReport {
   readonly durable: StageSummary;
   readonly nonDurable: StageSummary;
+  /** Lone batches synced on the event loop and on the thread pool (log/sync-lane.ts), every one, traced or not. */
+  readonly loneSyncs: { readonly loop: number; readonly pool: number };
 }
 
 let enabled = false;
 let current: Float64Array | undefined;
 const completed: { durable: Float64Array[]; nonDurable: Float64Array[] } = { durable: [], nonDurable: [] };
+const loneSyncs = { loop: 0, pool: 0 };
 
 /** Reads CAIRN_STAGE_TIMING; when set, traces from now on and writes the report to that file at exit. */
 export function enableStageTimingFrom(env: NodeJS.ProcessEnv): void {
@@ -72,8 +75,13 @@ export function markStage(stage: Stage): void {
   current = undefined;
 }
 
+/** A lone batch's fdatasync went to `lane`. */
+export function countLoneSync(lane: 'loop' | 'pool'): void {
+  if (enabled) loneSyncs[lane] += 1;
+}
+
 export function stageReport(): StageReport {
-  return { durable: summarize(completed.durable), nonDurable: summarize(completed.nonDurable) };
+  return { durable: summarize(completed.durable), nonDurable: summarize(completed.nonDurable), loneSyncs: { ...loneSyncs } };
 }
 
 function summarize(traces: readonly Float64Array[]): StageSummary {

@@ -38,5 +38,7 @@ export function stageRows(report: StageReport): string[][] {
   for (let stage = 1; stage < stageNames.length; stage++) rows.push([stageNames[stage]!, cell(report.nonDurable, stage), cell(report.durable, stage)]);
   rows.push(['read -> ack written, p50', fmt(report.nonDurable.totalP50Us, 1), fmt(report.durable.totalP50Us, 1)]);
   rows.push(['round trips traced', String(report.nonDurable.traces), String(report.durable.traces)]);
+  // Older reports (a build before the sync lanes) have no such counts.
+  if (report.loneSyncs !== undefined) rows.push(['lone batches synced on the event loop / thread pool (whole run)', '', `${report.loneSyncs.loop} / ${report.loneSyncs.pool}`]);
   return rows;
 }

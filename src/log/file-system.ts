@@ -127,6 +127,16 @@ export function writeFullySync(fileSystem: LogFileSystem, fd: number, buffer: Bu
   }
 }
 
+/** fdatasync on the calling thread (a file of nodeFileSystem's): the error, or null. */
+export function fdatasyncOnCallingThread(fd: number): unknown {
+  try {
+    fs.fdatasyncSync(fd);
+    return null;
+  } catch (error: unknown) {
+    return error;
+  }
+}
+
 /** All of `buffers` at `position`, or an error naming the short write. */
 export async function writeAllAsync(fileSystem: LogFileSystem, fd: number, buffers: readonly Uint8Array[], position: number, what: string): Promise<void> {
   const total = buffers.reduce((sum, buffer) => sum + buffer.length, 0);

@@ -14,7 +14,10 @@
  * default), batch k+1 is written while the fdatasync of batch k runs, and
  * each sync covers every write completed before it started; a promise resolves
  * only when a sync that covers its last record completes, in LSN order.
- * A lone appender pays exactly one write and one fdatasync.
+ * A lone appender pays exactly one write and one fdatasync. The fdatasync runs
+ * on libuv's thread pool, except a lone batch's while the machine has a CPU to
+ * spare: that one runs on the event loop, which saves the hand-off to a pool
+ * thread and back (sync-lane.ts).
  *
  * A batch notes each frame's offset from its start as it is encoded; when
  * the batch is written they join the segment's offset index (frame-offsets.ts),
@@ -38,12 +41,13 @@
  */
 import { assert } from '../assert.js';
 import type { Logger } from '../logger.js';
-import { markStage, Stage } from '../stage-timing.js';
+import { countLoneSync, markStage, Stage } from '../stage-timing.js';
 import { isDescriptorShortage, LogClosedError, toLogFailedError, type LogFailedError } from './errors.js';
-import { nodeFileSystem, writeFully, writeFullySync, type LogFileSystem } from './file-system.js';
+import { fdatasyncOnCallingThread, nodeFileSystem, writeFully, writeFullySync, type LogFileSystem } from './file-system.js';
 import { FrameOffsets } from './frame-offsets.js';
 import { assertFramesIntact, checkAppendRecord, encodeBody, frameHeaderBytes, writeFrameIn, type AppendRecord, type Lsn } from './record.js';
 import type { SegmentState } from './segment.js';
+import type { SyncLaneChooser } from './sync-lane.js';
 import { ZeroFill, type ZeroFillSizes } from './zero-fill.js';
 
 export interface ActiveSegment {
@@ -69,6 +73,8 @@ export interface GroupCommitOptions {
   readonly zeroFill: ZeroFillSizes | undefined;
   /** Told once, when the log fails for good. */
   readonly onFailed: ((error: LogFailedError) => void) | undefined;
+  /** Where lone batches sync (sync-lane.ts). */
+  readonly syncLanes: SyncLaneChooser;
 }
 
 interface Waiter {
@@ -302,25 +308,38 @@ export class GroupCommit {
     clearTimeout(this.lazySyncTimer);
     this.lazySyncTimer = undefined;
     this.syncing = true;
-    // On the thread pool even for a lone small batch, although that costs two thread wake-ups. An
-    // fdatasync on the event loop (fdatasyncSync at the end of the turn) was measured and rejected:
-    // on a loaded machine its p50 was several times the pool's, and so was a bare write + fdatasync
-    // called either way (the bench prints both). Measure again before moving it.
     const target = this.writtenLsnValue;
     const started = performance.now();
     markStage(Stage.syncSubmitted);
-    this.options.fileSystem.fdatasync(this.active.fd, (error) => {
-      markStage(Stage.syncDone);
-      this.syncing = false;
-      if (error !== null) return this.fail(error, 'fdatasync');
-      if (this.failure !== undefined) return this.notifyIfIdle();
-      this.options.onSync?.((performance.now() - started) / 1000, target - this.durableLsnValue);
-      this.durableLsnValue = target;
-      this.resolveDurable();
-      this.startSync();
-      this.pump();
-      this.notifyIfIdle();
-    });
+    // A lone batch syncs right here on the event loop while the machine has a CPU to spare (sync-lane.ts).
+    const lane = this.isLoneBatch() ? this.options.syncLanes.next() : undefined;
+    if (lane !== undefined) countLoneSync(lane);
+    if (lane === 'loop') return this.afterSync(fdatasyncOnCallingThread(this.active.fd), target, started);
+    this.options.fileSystem.fdatasync(this.active.fd, (error) => this.afterSync(error, target, started));
+  }
+
+  /**
+   * One appender waits, nothing else is appended or being written, and no zero fill is in flight (its
+   * 4 MiB flush must not block the loop): blocking the loop for this sync holds up only what arrives
+   * during it, which then forms the next batch. Under many publishers a batch has many waiters and
+   * always goes to the pool, so the next batch is written while it syncs.
+   * Only on the real file system (an injected one, in tests, keeps its own fdatasync).
+   */
+  private isLoneBatch(): boolean {
+    return this.options.fileSystem === nodeFileSystem && this.waiters.length - this.waiterHead === 1 && this.pending.length === 0 && !this.writing && this.zeroFill?.busy !== true;
+  }
+
+  private afterSync(error: unknown, target: Lsn, started: number): void {
+    markStage(Stage.syncDone);
+    this.syncing = false;
+    if (error !== null) return this.fail(error, 'fdatasync');
+    if (this.failure !== undefined) return this.notifyIfIdle();
+    this.options.onSync?.((performance.now() - started) / 1000, target - this.durableLsnValue);
+    this.durableLsnValue = target;
+    this.resolveDurable();
+    this.startSync();
+    this.pump();
+    this.notifyIfIdle();
   }
 
   /** Only lazy records are written and not durable: sync them if nothing else does within lazySyncDelayMs. */

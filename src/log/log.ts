@@ -34,6 +34,7 @@ import { planRetention, removeOrArchive, type RetentionCandidate, type SnapshotC
 import { createSegment, listDataDirectory, segmentFileName, segmentHeaderBytes, toSegmentInfo, type SegmentInfo, type SegmentState } from './segment.js';
 import { firstValidSnapshotAtOrAfter, loadNewestValidSnapshot, readSnapshotFile, writeSnapshotFile, type Snapshot } from './snapshot.js';
 import { zeroBuffer, zeroFillSizes, type ZeroFillSizes } from './zero-fill.js';
+import { SyncLaneChooser } from './sync-lane.js';
 
 export interface LogOptions {
   dir: string;
@@ -52,6 +53,8 @@ export interface LogOptions {
   fileSystem?: LogFileSystem;
   /** Internal (benchmarks): write batch k+1 while batch k syncs. Default true. */
   pipeline?: boolean;
+  /** Internal (tests): where a lone batch's fdatasync runs (sync-lane.ts). Default: after the machine's load. */
+  syncLanes?: SyncLaneChooser;
   /** Told after every fdatasync: its duration and the records it made durable (for metrics). */
   onSync?: (seconds: number, records: number) => void;
   /** Keep the active segment zero-filled ahead of the writer (zero-fill.ts). Default: on, unless a fileSystem is injected. */
@@ -86,6 +89,7 @@ interface Settings {
   readonly clock: () => number;
   readonly fileSystem: LogFileSystem;
   readonly pipeline: boolean;
+  readonly syncLanes: SyncLaneChooser;
   readonly onSync: ((seconds: number, records: number) => void) | undefined;
   readonly zeroFill: ZeroFillSizes | undefined;
   readonly onFailed: ((error: LogFailedError) => void) | undefined;
@@ -117,6 +121,7 @@ export class SegmentedLog {
       roll: (firstLsn, previous) => this.roll(firstLsn, previous),
       fileSystem: settings.fileSystem,
       pipeline: settings.pipeline,
+      syncLanes: settings.syncLanes,
       logger: settings.logger,
       onSync: settings.onSync,
       zeroFill: settings.zeroFill,
@@ -435,6 +440,7 @@ function resolveSettings(options: LogOptions): Settings {
     clock: options.clock ?? Date.now,
     fileSystem,
     pipeline: options.pipeline ?? true,
+    syncLanes: options.syncLanes ?? new SyncLaneChooser(),
     onSync: options.onSync,
     zeroFill: preallocate ? zeroFillSizes(segmentBytesMax) : undefined,
     onFailed: options.onFailed,
