@@ -50,8 +50,13 @@ const loneSyncs = { loop: 0, pool: 0 };
 export function enableStageTimingFrom(env: NodeJS.ProcessEnv): void {
   const file = env[stageTimingVariable];
   if (file === undefined || file === '') return;
-  enabled = true;
+  enableStageTiming();
   process.once('exit', () => writeFileSync(file, JSON.stringify(stageReport())));
+}
+
+/** Traces from now on (stageReport() reads them). */
+export function enableStageTiming(): void {
+  enabled = true;
 }
 
 export function markStage(stage: Stage): void {

@@ -1,0 +1,40 @@
+/**
+ * The per-stage timing of round trips (src/stage-timing.ts) that bench-mqtt
+ * prints: a trace runs from a socket read to the acknowledgement written; one
+ * with an fdatasync counts as durable; a read with a second packet, or a new
+ * read before the acknowledgement, discards it; an uncork before the
+ * acknowledgement was resolved does not end it.
+ */
+import { describe, expect, it } from 'vitest';
+import { countLoneSync, enableStageTiming, markStage, Stage, stageReport } from '../../src/stage-timing.js';
+
+describe('stage timing', () => {
+  it('sorts traces into durable and not, discards the ones that are not one sequential round trip, and counts sync lanes', () => {
+    markStage(Stage.read); // before it is enabled: nothing is kept
+    markStage(Stage.decoded);
+    markStage(Stage.resolved);
+    markStage(Stage.ackWritten);
+    expect(stageReport().nonDurable.traces).toBe(0);
+    enableStageTiming();
+
+    // Not durable: read, handler, routed, resolved, written.
+    for (const stage of [Stage.read, Stage.decoded, Stage.routed, Stage.resolved, Stage.ackWritten]) markStage(stage);
+    // Durable; the uncork at the end of the read writes nothing yet and must not end the trace.
+    for (const stage of [Stage.read, Stage.decoded, Stage.appended, Stage.routed, Stage.ackWritten, Stage.written, Stage.syncSubmitted, Stage.syncDone, Stage.resolved, Stage.ackWritten]) markStage(stage);
+    // Two packets in one read: discarded.
+    for (const stage of [Stage.read, Stage.decoded, Stage.decoded, Stage.resolved, Stage.ackWritten]) markStage(stage);
+    // A new read before the acknowledgement: the first trace is discarded, the second kept.
+    for (const stage of [Stage.read, Stage.decoded, Stage.read, Stage.decoded, Stage.resolved, Stage.ackWritten]) markStage(stage);
+    countLoneSync('loop');
+    countLoneSync('loop');
+    countLoneSync('pool');
+
+    const report = stageReport();
+    expect(report.nonDurable.traces).toBe(2);
+    expect(report.durable.traces).toBe(1);
+    expect(report.durable.p50Us[Stage.syncDone]).toBeGreaterThanOrEqual(0);
+    expect(report.nonDurable.p50Us[Stage.syncDone]).toBeNull();
+    expect(report.durable.totalP50Us).toBeGreaterThanOrEqual(0);
+    expect(report.loneSyncs).toEqual({ loop: 2, pool: 1 });
+  });
+});
