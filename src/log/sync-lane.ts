@@ -3,15 +3,18 @@
  * (fdatasyncSync) or on libuv's thread pool.
  *
  * The loop saves the hand-off: a futex wake of a pool thread, its wake-up, and
- * an eventfd wake-up of the loop when it is done. On this project's VMs, where
- * an idle vCPU halts and every cross-thread wake-up is an interrupt, that is
- * ~45 µs of a durable round trip on a quiet machine (bench-mqtt's raw rows,
- * two evenings: write + fdatasync 0.215 / 0.206 ms on the calling thread
- * against 0.261 / 0.249 ms via the pool). On a loaded machine it is the other
- * way round, by several times: a busy event-loop thread that blocked in
- * fdatasync waits for a CPU when its I/O completes far longer than a pool
- * thread that rarely runs (durable MQTT p50 1.81 ms with every lone sync on
- * the loop against 0.71–1.45 ms via the pool, load 10–12 on 2 CPUs).
+ * an eventfd wake-up of the loop when it is done (strace of a sequential
+ * durable MQTT publish: 5.7 syscalls per round trip instead of 14.4, 3 thread
+ * switches instead of 5.5). With a CPU free for the broker's threads it is
+ * the faster lane: sequential QoS 1 to an offline persistent session, the
+ * broker and client at real-time priority on a machine whose other processes
+ * kept the disk busy, p50 0.56 / 0.82 ms on the loop against 0.77 / 0.80 ms via
+ * the pool, 0.90 / 1.08 against 1.31 / 1.34 × (raw fdatasync + non-durable
+ * round trip). Without a free CPU it is the other way round, by up to several
+ * times: a busy event-loop thread that blocked in fdatasync waits for a CPU
+ * when its I/O completes far longer than a pool thread that rarely runs
+ * (durable p50 1.81 ms with every lone sync on the loop against 0.71–1.45 ms
+ * via the pool, load 10–12 on 2 CPUs, normal priority).
  *
  * So the loop takes lone batches only while the machine has a CPU to spare:
  * the load average over the last minute below the number of CPUs (read at
