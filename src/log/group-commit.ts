@@ -314,7 +314,11 @@ export class GroupCommit {
     // A lone batch syncs right here on the event loop while the machine has a CPU to spare (sync-lane.ts).
     const lane = this.isLoneBatch() ? this.options.syncLanes.next() : undefined;
     if (lane !== undefined) countLoneSync(lane);
-    if (lane === 'loop') return this.afterSync(fdatasyncOnCallingThread(this.active.fd), target, started);
+    if (lane === 'loop') {
+      const error = fdatasyncOnCallingThread(this.active.fd);
+      this.options.syncLanes.noteLoopSync(performance.now() - started);
+      return this.afterSync(error, target, started);
+    }
     this.options.fileSystem.fdatasync(this.active.fd, (error) => this.afterSync(error, target, started));
   }
 

@@ -18,7 +18,8 @@
  *
  * So the loop takes lone batches only while the machine has a CPU to spare:
  * the load average over the last minute below the number of CPUs (read at
- * most once a second). Bigger batches, where other appends arrive during the
+ * most once a second), and not for a while after a sync on the loop was slow
+ * (the loop blocked for it holds up every connection). Bigger batches, where other appends arrive during the
  * sync, always use the pool (GroupCommit.isLoneBatch).
  */
 import * as os from 'node:os';
@@ -27,6 +28,13 @@ export type SyncLane = 'loop' | 'pool';
 
 /** The load average is read at most this often. */
 export const loadCheckIntervalMs = 1_000;
+/**
+ * A sync on the loop slower than this (a disk busy with writeback, a device that stalls) sends lone syncs to
+ * the pool for poolAfterSlowSyncMs: every connection waits while the loop is blocked, and a slow sync must not
+ * freeze them again and again.
+ */
+export const slowLoopSyncMs = 2;
+export const poolAfterSlowSyncMs = 10_000;
 
 export interface SyncLaneOptions {
   /** The load average over the last minute (os.loadavg()[0]). */
@@ -41,16 +49,24 @@ const machine: SyncLaneOptions = { loadAverage: () => os.loadavg()[0] ?? Number.
 export class SyncLaneChooser {
   private checkedAt = Number.NEGATIVE_INFINITY;
   private lane: SyncLane = 'pool';
+  /** After a slow sync on the loop: the pool until then. */
+  private poolUntil = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly options: SyncLaneOptions = machine) {}
 
   /** The lane for the next lone batch. */
   next(): SyncLane {
     const now = this.options.now();
+    if (now < this.poolUntil) return 'pool';
     if (now - this.checkedAt >= loadCheckIntervalMs) {
       this.checkedAt = now;
       this.lane = this.options.loadAverage() < this.options.cpus ? 'loop' : 'pool';
     }
     return this.lane;
+  }
+
+  /** How long a sync on the loop took (ms): a slow one keeps the loop out of it for a while. */
+  noteLoopSync(ms: number): void {
+    if (ms > slowLoopSyncMs) this.poolUntil = this.options.now() + poolAfterSlowSyncMs;
   }
 }

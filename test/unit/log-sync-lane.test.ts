@@ -2,13 +2,14 @@
  * Where the log's fdatasync runs (src/log/sync-lane.ts, issue 18): a lone
  * batch (one appender waiting, nothing else in flight) syncs on the event loop
  * while the machine's load average is below its CPU count, and on libuv's
- * thread pool otherwise; a batch with several waiters always syncs on the pool
+ * thread pool otherwise, and on the pool for a while after a slow sync on the
+ * loop; a batch with several waiters always syncs on the pool
  * (group commit: the next batch is written while it syncs). Either way the
  * append resolves only once its record is durable.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { SegmentedLog, type AppendRecord } from '../../src/log/index.js';
-import { loadCheckIntervalMs, SyncLaneChooser } from '../../src/log/sync-lane.js';
+import { loadCheckIntervalMs, poolAfterSlowSyncMs, slowLoopSyncMs, SyncLaneChooser } from '../../src/log/sync-lane.js';
 import { tempDirectory } from '../support/kit.js';
 
 const directories: Array<{ remove(): void }> = [];
@@ -48,6 +49,20 @@ describe('sync lane', () => {
     expect(chooser.next()).toBe('pool');
     load.value = 0.2;
     clock.ms += loadCheckIntervalMs;
+    expect(chooser.next()).toBe('loop');
+  });
+
+  it('after a slow sync on the loop (a stalling disk), lone syncs go to the pool for a while, whatever the load', () => {
+    const clock = { ms: 0 };
+    const chooser = chooserAt({ value: 0 }, clock);
+    expect(chooser.next()).toBe('loop');
+    chooser.noteLoopSync(slowLoopSyncMs);
+    expect(chooser.next()).toBe('loop');
+    chooser.noteLoopSync(slowLoopSyncMs + 40);
+    expect(chooser.next()).toBe('pool');
+    clock.ms += poolAfterSlowSyncMs - 1;
+    expect(chooser.next()).toBe('pool');
+    clock.ms += 1;
     expect(chooser.next()).toBe('loop');
   });
 
