@@ -7,7 +7,9 @@
  *   record, wait for its durability promise: the file log's fdatasync,
  *   JetStream's ack from a quorum), which is what one publisher waiting for
  *   each PUBACK or confirm sees;
- * - pipelined throughput: 256 appenders in closed loops (records/s);
+ * - pipelined throughput: 256 appenders in closed loops (records/s), with
+ *   this process's CPU time per record and, on JetStream, how many records
+ *   one stream message carried (the log batches them);
  * - the same through the broker: AMQP publisher confirms, pipelined over 8
  *   connections into durable queues, on Cairn with the file log, on Cairn
  *   with the JetStream log, and on a RabbitMQ quorum queue (one private node,
@@ -25,7 +27,9 @@
  */
 import mqtt from 'mqtt';
 import { SegmentedLog, type AppendRecord } from '../src/log/index.js';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { JetStreamLog } from '../src/log/jetstream/jetstream-log.js';
+import { connectToNats } from '../src/log/jetstream/nats-connection.js';
 import { pipelined } from './bench-amqp.js';
 import { medianRuns, throughputRuns } from './bench-side-by-side.js';
 import { startCairnProcess, tempDataDir, type CairnProcess } from './cairn-process.js';
@@ -47,12 +51,13 @@ function percentile(sorted: readonly number[], p: number): number {
   return sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
-/** `appenders` closed loops for caseMs: records/s and each append's latency in ms. */
-async function measure(log: AppendLog, appenders: number): Promise<{ perSecond: number; latencies: number[] }> {
+/** `appenders` closed loops for caseMs: records/s, each append's latency in ms, and this process's CPU time (all threads) per record in µs. */
+async function measure(log: AppendLog, appenders: number): Promise<{ records: number; perSecond: number; latencies: number[]; cpuMicrosPerRecord: number }> {
   const latencies: number[] = [];
   let records = 0;
   const deadline = performance.now() + caseMs;
   const started = performance.now();
+  const cpuBefore = process.cpuUsage();
   await Promise.all(Array.from({ length: appenders }, async () => {
     while (performance.now() < deadline) {
       const begun = performance.now();
@@ -61,24 +66,31 @@ async function measure(log: AppendLog, appenders: number): Promise<{ perSecond: 
       records++;
     }
   }));
-  return { perSecond: records / ((performance.now() - started) / 1000), latencies: latencies.sort((a, b) => a - b) };
+  const cpu = process.cpuUsage(cpuBefore);
+  return { records, perSecond: records / ((performance.now() - started) / 1000), latencies: latencies.sort((a, b) => a - b), cpuMicrosPerRecord: (cpu.user + cpu.system) / records };
 }
 
 async function benchLogs(cluster: NatsCluster): Promise<void> {
   const directory = tempDataDir('cairn-bench-ha-');
   const fileLog = await SegmentedLog.open({ dir: directory.dir });
-  const jetStreamLog = await JetStreamLog.open({ address: { servers: cluster.servers.split(','), stream: 'bench-ha', tls: false } });
+  const connection = await connectToNats({ servers: cluster.servers.split(','), stream: 'bench-ha', tls: false });
+  const jetStreamLog = await JetStreamLog.open({ address: { servers: cluster.servers.split(','), stream: 'bench-ha', tls: false }, connection });
   try {
     console.log('log            durable p50   durable p99   pipelined (256 appenders)');
+    const streamMessages = async (): Promise<number> => (await (await jetstreamManager(connection)).streams.info('bench-ha')).state.messages;
     for (const [name, log] of [['file', fileLog], ['JetStream R3', jetStreamLog]] as const) {
       await measure(log, 1); // warm-up
       const lone = await measure(log, 1);
+      const messagesBefore = log === jetStreamLog ? await streamMessages() : 0;
       const pipelined = await measure(log, pipelinedAppenders);
-      console.log(`${name.padEnd(14)} ${percentile(lone.latencies, 50).toFixed(2).padStart(8)} ms   ${percentile(lone.latencies, 99).toFixed(2).padStart(8)} ms   ${Math.round(pipelined.perSecond).toString().padStart(8)} records/s (p50 ${percentile(pipelined.latencies, 50).toFixed(1)} ms)`);
+      // The JetStream log batches records into stream messages: how many records one message carried.
+      const batching = log === jetStreamLog ? `, ${(pipelined.records / (await streamMessages() - messagesBefore)).toFixed(1)} records a stream message` : '';
+      console.log(`${name.padEnd(14)} ${percentile(lone.latencies, 50).toFixed(2).padStart(8)} ms   ${percentile(lone.latencies, 99).toFixed(2).padStart(8)} ms   ${Math.round(pipelined.perSecond).toString().padStart(8)} records/s (p50 ${percentile(pipelined.latencies, 50).toFixed(1)} ms, this process's CPU ${pipelined.cpuMicrosPerRecord.toFixed(1)} us a record${batching})`);
     }
   } finally {
     await fileLog.close();
     await jetStreamLog.close();
+    await connection.close();
     directory.remove();
   }
 }
