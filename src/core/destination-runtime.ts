@@ -51,7 +51,7 @@ export class DestinationRuntime<M, Taken extends EntryView<M> = EntryView<M>> {
 
   /** Taken and delivered: unacknowledged until settled or requeued. */
   track(entry: Taken, delivery = entry.seq): void {
-    assert(!this.unacked.has(delivery), `delivery ${delivery} is already unacknowledged`);
+    assert(!this.unacked.has(delivery), 'a delivery is unacknowledged twice');
     this.unacked.set(delivery, entry);
   }
 

@@ -112,6 +112,16 @@ export class MessageStore {
     if (record.kind !== RecordKind.msg) throw new MessageReadError(lsn, new Error(`the record at LSN ${lsn} is not a message (kind ${record.kind})`));
     return storedMessageOf(record.body as MsgBody, record.lsn, record.timestamp);
   }
+
+  /** read(), a failed read returned rather than thrown: its consumer's connection goes, the message stays queued. */
+  tryRead(lsn: number): StoredMessage | MessageReadError {
+    try {
+      return this.read(lsn);
+    } catch (error) {
+      if (error instanceof MessageReadError) return error;
+      throw error;
+    }
+  }
 }
 
 /** `message`, or a copy whose body and properties no longer hold a much larger buffer alive. */

@@ -19,8 +19,8 @@ import { assert } from '../assert.js';
 import { enqueue, qosOf, removeFinished } from '../projections/destinations.js';
 import { applyRel, applyRx2 } from '../projections/mqtt-sessions.js';
 import type { RelBody } from '../projections/records.js';
-import { newSession, type SessionState, type StoredMessage } from '../projections/state.js';
-import type { MqttClientLink, MqttPublishProperties, MqttTopicReader, Qos } from './api.js';
+import { newSession, type MessageProperties, type SessionState, type StoredMessage } from '../projections/state.js';
+import type { MqttClientLink, MqttTopicReader, Qos } from './api.js';
 import { record, type Committer } from './committer.js';
 import type { CoreLimits } from './limits.js';
 import type { MessageStore } from './message-store.js';
@@ -98,23 +98,20 @@ export class SessionDelivery {
       const seq = entry.seq;
       const packetId = packetIdOf(seq);
       if (session.packetIdInUse(packetId)) return; // id still in use: wait for its ack
-      let message: StoredMessage;
-      try {
-        // The projection's LSN, not a requeued copy's: segment release may have moved the message since.
-        message = entry.held ?? this.store.read(session.state.pending.get(seq)?.lsn ?? entry.lsn);
-      } catch (error) {
-        // A damaged segment under this message: it stays queued; this client's connection goes, the broker stays up.
-        link.readFailed(error instanceof Error ? error : new Error(String(error)));
-        return;
-      }
-      session.ready.shift();
-      const outgoing = outgoingOf(session.reader, message, this.clock());
-      if (typeof outgoing === 'string') {
-        this.dropQueued(session, seq, outgoing);
+      const message = entry.held ?? this.store.tryRead(entry.lsn);
+      // A damaged segment under this message: it stays queued; this client's connection goes, the broker stays up.
+      if (message instanceof Error) return link.readFailed(message);
+      session.ready.take(entry);
+      const topic = mqttTopicOf(message);
+      const stored = mqttPropertiesOf(message);
+      const now = this.clock();
+      const unsent = unsendable(session.reader, topic, stored, now);
+      if (unsent !== undefined) {
+        this.dropQueued(session, seq, unsent);
         continue;
       }
       session.track(entry, packetId);
-      const { topic, properties } = outgoing;
+      const properties = outgoingPropertiesOf(stored, now);
       const { retain, subscriptionIdentifiers } = deliveryFlagsOf(session.state, message, topic, message.retain === true);
       link.sendPublish({ topic, payload: message.payload, qos: qosOf(entry.flags), retain, dup: entry.deliveries > 0, packetId, properties, subscriptionIdentifiers });
       this.observer.messageOut('mqtt');
@@ -123,7 +120,7 @@ export class SessionDelivery {
     }
   }
 
-  /** A queued message dropped unsent (outgoingOf): as a record, so replay agrees. */
+  /** A queued message dropped unsent (unsendable): as a record, so replay agrees. */
   private dropQueued(session: SessionRuntime, seq: number, why: 'acl' | 'expired'): void {
     const body = { c: session.clientId, s: [seq], why };
     if (why === 'expired') this.observer.drop('session', 1);
@@ -228,16 +225,13 @@ export class SessionDelivery {
 }
 
 /**
- * A queued message as it goes out to a client with this ACL: its topic and MQTT 5 properties (the
- * expiry as what is left of it), or why it is dropped unsent — the client may no longer read it
+ * Why a queued message is dropped unsent, or undefined: the client may no longer read its topic
  * (the ACL changed, or it was queued after a restart before the client's rules were known), or its
  * expiry (or AMQP expiration) passed while it was queued [MQTT-3.3.2-5].
  */
-export function outgoingOf(reader: MqttTopicReader | undefined, message: StoredMessage, now: number): { topic: string; properties: MqttPublishProperties | undefined } | 'acl' | 'expired' {
-  const topic = mqttTopicOf(message);
+export function unsendable(reader: MqttTopicReader | undefined, topic: string, stored: MessageProperties | undefined, now: number): 'acl' | 'expired' | undefined {
   if (reader?.mayRead(topic) === false) return 'acl';
-  const stored = mqttPropertiesOf(message);
-  return isExpired(stored, now) ? 'expired' : { topic, properties: outgoingPropertiesOf(stored, now) };
+  return isExpired(stored, now) ? 'expired' : undefined;
 }
 
 /** The MQTT topic of a stored message: AMQP routing keys become MQTT topics by swapping '.' and '/'. */

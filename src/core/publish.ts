@@ -158,7 +158,8 @@ function planSessions(context: PublishContext, publication: Publication, records
   for (const [session, subscriptionQos] of publication.sessions) {
     const qos = minQos(publication.qos, subscriptionQos);
     if (qos === 0 || !session.persistent) continue;
-    recordBoundDrops(session.destination, context.delivery.dropOldest(session, publication.payload.byteLength), records);
+    const dropped = context.delivery.dropOldest(session, publication.payload.byteLength);
+    if (dropped.length > 0) recordBoundDrops(session.destination, dropped, records);
     rows.push([session.clientId, session.state.nextSeq, qos]);
   }
   return rows;

@@ -27,6 +27,7 @@
  */
 import { EntryFlag, EntryQueue, type EntryView } from '../projections/entry-queue.js';
 import type { DestinationState, StoredMessage } from '../projections/state.js';
+import { assert } from '../assert.js';
 
 export class ReadyEntries<M> {
   private cursor = 0;
@@ -37,6 +38,11 @@ export class ReadyEntries<M> {
   private aboveCursorBytes = 0;
   /** The projection's nextSeq when its arrivals were last counted. */
   private counted = 0;
+  private readonly arrived = { count: 0, bytes: 0 };
+  /** Where head() found the head. */
+  private headSource: 'extra' | 'tail' | 'projection' = 'extra';
+  /** The head first() showed, until the list changes: take() removes it without looking again. */
+  private shown: EntryView<M> | undefined = undefined;
 
   constructor(
     /** The projection of a durable destination; undefined: a list of its own (everything in `extra`). */
@@ -67,6 +73,7 @@ export class ReadyEntries<M> {
    * else it is the projection's already), a requeued one, or a transient one with its body.
    */
   insert(seq: number, lsn: number, size: number, flags: number, held?: M, deliveries = 0): void {
+    this.shown = undefined;
     if (held !== undefined || this.durable === undefined) return this.extra.insert(seq, lsn, size, flags, held, deliveries);
     if (seq >= this.durable.nextSeq) return this.tail.insert(seq, lsn, size, flags, undefined, deliveries);
     // Above the cursor it is a message whose record is applied: counted as the projection's arrival. At or below it, a requeue.
@@ -76,24 +83,28 @@ export class ReadyEntries<M> {
   /** The head without taking it. */
   first(): EntryView<M> | undefined {
     this.absorbApplied();
-    const [view] = this.head();
-    return view;
+    return (this.shown = this.head());
   }
 
   /** Take the head off the ready list. */
   shift(): EntryView<M> | undefined {
-    this.absorbApplied();
-    const [view, source] = this.head();
-    if (view === undefined) return undefined;
-    if (source === 'projection') {
+    const view = this.first();
+    if (view !== undefined) this.take(view);
+    return view;
+  }
+
+  /** Take off the head that first() has just shown, nothing changed since (a delivery looks once, not twice). */
+  take(view: EntryView<M>): void {
+    assert(view === this.shown, 'take() of an entry first() did not just show');
+    this.shown = undefined;
+    if (this.headSource === 'projection') {
       this.aboveCursor--;
       this.aboveCursorBytes -= view.size;
     } else {
-      (source === 'extra' ? this.extra : this.tail).shift();
+      (this.headSource === 'extra' ? this.extra : this.tail).delete(view.seq);
     }
     // Nothing in the projection lies between the old cursor and this seq (it is the smallest ready one).
     if (this.durable && view.seq > this.cursor && (view.flags & EntryFlag.durable) !== 0) this.cursor = view.seq;
-    return view;
   }
 
   /** Everything ready, taken off the list (purge), in seq order. */
@@ -103,23 +114,26 @@ export class ReadyEntries<M> {
     return all;
   }
 
-  private head(): [EntryView<M> | undefined, 'extra' | 'tail' | 'projection'] {
-    let best = this.extra.size > 0 ? this.atCurrentLsn(this.extra.first()!) : undefined;
-    let source: 'extra' | 'tail' | 'projection' = 'extra';
-    const tailHead = this.tail.size > 0 ? this.tail.first() : undefined;
-    if (tailHead !== undefined && (best === undefined || tailHead.seq < best.seq)) {
-      best = tailHead;
-      source = 'tail';
+  /** The head, its place in headSource; a view is made of the head only (every delivery looks at it). */
+  private head(): EntryView<M> | undefined {
+    let seq = this.extra.firstSeq();
+    this.headSource = 'extra';
+    const tailSeq = this.tail.firstSeq();
+    if (tailSeq !== undefined && (seq === undefined || tailSeq < seq)) {
+      seq = tailSeq;
+      this.headSource = 'tail';
     }
     if (this.aboveCursor > 0) {
       const entry = this.durable!.pending.entryAfter(this.cursor);
-      if (entry !== undefined && (best === undefined || entry.seq < best.seq)) {
+      if (entry !== undefined && (seq === undefined || entry.seq < seq)) {
+        this.headSource = 'projection';
         const redelivered = entry.deliveries > 0 ? EntryFlag.redelivered : 0;
         const held = entry.held === undefined ? undefined : this.heldMessage(entry.held);
-        return [{ seq: entry.seq, lsn: entry.lsn, size: entry.size, deliveries: entry.deliveries, flags: entry.flags | EntryFlag.durable | redelivered, held }, 'projection'];
+        return { seq: entry.seq, lsn: entry.lsn, size: entry.size, deliveries: entry.deliveries, flags: entry.flags | EntryFlag.durable | redelivered, held };
       }
     }
-    return [best, source];
+    if (seq === undefined) return undefined;
+    return this.headSource === 'extra' ? this.atCurrentLsn(this.extra.first()!) : this.tail.first();
   }
 
   /**
@@ -141,7 +155,8 @@ export class ReadyEntries<M> {
   private absorbApplied(): void {
     const durable = this.durable;
     if (durable === undefined || durable.nextSeq === this.counted) return;
-    const arrived = durable.pending.tallyAfter(Math.max(this.counted - 1, this.cursor));
+    this.shown = undefined;
+    const arrived = durable.pending.tallyAfter(Math.max(this.counted - 1, this.cursor), this.arrived);
     this.aboveCursor += arrived.count;
     this.aboveCursorBytes += arrived.bytes;
     this.counted = durable.nextSeq;

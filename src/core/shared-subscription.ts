@@ -31,7 +31,9 @@ import { record, type Committer, type PendingRecord } from './committer.js';
 import { ConsumerRing, DestinationRuntime, isDurableEntry, recordBoundDrops } from './destination-runtime.js';
 import type { CoreLimits } from './limits.js';
 import type { MessageStore } from './message-store.js';
-import { minQos, outgoingOf, packetIdOf, type SessionDelivery, type SessionRuntime } from './mqtt-sessions.js';
+import { minQos, mqttTopicOf, packetIdOf, unsendable, type SessionDelivery, type SessionRuntime } from './mqtt-sessions.js';
+import { mqttPropertiesOf } from './bridge-properties.js';
+import { outgoingPropertiesOf } from './mqtt-message-properties.js';
 import { qosOf } from '../projections/destinations.js';
 import type { BrokerObserver } from './observer.js';
 import { sharedDeliveryFlagsOf } from './subscription-delivery.js';
@@ -259,14 +261,11 @@ export class SharedSubscriptions {
       const projected = durable ? group.durableState?.pending.get(entry.seq) : undefined;
       // No longer the group's: its last persistent member left, and its durable messages went with it.
       if (durable && projected === undefined) continue;
-      let message: StoredMessage;
-      try {
-        // The projection's LSN, not this copy's: segment release may have moved the message since.
-        message = entry.held ?? this.context.store.read(projected?.lsn ?? entry.lsn);
-      } catch (error) {
+      // The projection's LSN, not this copy's: segment release may have moved the message since.
+      const message = entry.held ?? this.context.store.tryRead(projected?.lsn ?? entry.lsn);
+      if (message instanceof Error) {
         group.ready.insert(entry.seq, entry.lsn, entry.size, entry.flags, undefined, entry.deliveries);
-        member.link!.readFailed(error instanceof Error ? error : new Error(String(error)));
-        return;
+        return member.link!.readFailed(message);
       }
       this.send(group, member, entry, message);
     }
@@ -274,14 +273,18 @@ export class SharedSubscriptions {
 
   private send(group: SharedGroup, member: SessionRuntime, entry: EntryView<StoredMessage>, message: StoredMessage): void {
     const durable = isDurableEntry(entry);
-    const outgoing = outgoingOf(member.reader, message, this.context.committer.now());
-    if (typeof outgoing === 'string') {
+    const topic = mqttTopicOf(message);
+    const stored = mqttPropertiesOf(message);
+    const now = this.context.committer.now();
+    const unsent = unsendable(member.reader, topic, stored, now);
+    if (unsent !== undefined) {
       // Dropped unsent, recorded, as from a session's queue.
-      if (outgoing === 'expired') this.context.observer.drop('session', 1);
-      if (durable) this.context.committer.commitQuietly([record('drop', { g: group.name, s: [entry.seq], why: outgoing })]);
+      if (unsent === 'expired') this.context.observer.drop('session', 1);
+      if (durable) this.context.committer.commitQuietly([record('drop', { g: group.name, s: [entry.seq], why: unsent })]);
       return;
     }
-    const { topic, properties } = outgoing;
+    // MQTT 5 properties travel to a group member as to any subscriber (the expiry as what is left of it).
+    const properties = outgoingPropertiesOf(stored, now);
     const qos = minQos(qosOf(entry.flags), group.memberQos.get(member) ?? 0);
     // The member's subscription to this group gives the RETAIN flag (Retain As Published) and the identifier.
     const { retain, subscriptionIdentifiers } = sharedDeliveryFlagsOf(member.state, group.name, message);

@@ -240,16 +240,16 @@ export class EntryQueue<M = never> {
     return found;
   }
 
-  /** How many live entries have a seq above `seq`, and their payload bytes. */
-  tallyAfter(seq: number): { count: number; bytes: number } {
-    let count = 0;
-    let bytes = 0;
+  /** How many live entries have a seq above `seq`, and their payload bytes, written into `tally` (no object per call: hot path). */
+  tallyAfter<T extends { count: number; bytes: number }>(seq: number, tally: T): T {
+    tally.count = 0;
+    tally.bytes = 0;
     for (let i = this.upperBound(seq); i < this.end; i++) {
       if ((this.flagBits[i]! & EntryFlag.removed) !== 0) continue;
-      count++;
-      bytes += this.sizes[i]!;
+      tally.count++;
+      tally.bytes += this.sizes[i]!;
     }
-    return { count, bytes };
+    return tally;
   }
 
   /** The first live entry with a seq above `seq`. */

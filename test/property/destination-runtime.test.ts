@@ -62,7 +62,9 @@ function checkAgainstModel(mode: 'view' | 'own', operations: readonly Operation[
     } else if (o.op === 'apply') {
       applyAll();
     } else if (o.op === 'take') {
-      const view = runtime.ready.shift();
+      // As a delivery does: look at the head (reading its message), then take that one.
+      const view = runtime.ready.first();
+      if (view !== undefined) runtime.ready.take(view);
       expect(view?.seq, 'the head is the smallest ready seq').toBe(ready.size === 0 ? undefined : Math.min(...ready.keys()));
       if (view === undefined) continue;
       expect(view.deliveries, `seq ${view.seq}: deliveries`).toBe(ready.get(view.seq)!.deliveries);
