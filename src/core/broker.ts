@@ -127,7 +127,7 @@ export class Broker {
       ingestRoutes: this.ingestRoutes, clock, timers: options.timers ?? systemTimers, systemRetained: this.systemRetained,
       dispatch: (queue) => amqp.dispatchQueue(queue),
       overflowed: (queue, entries) => amqp.deadLetterOverflow(queue, entries),
-      bridgeQueues: (routingKey) => this.bridgeQueues(routingKey),
+      bridgeQueues: (topic) => this.bridgeQueues(topic),
       watchExpiry: (queue) => amqp.watchExpiry(queue),
       nextDocumentId: (collection) => this.nextDocumentId(collection),
     });
@@ -203,12 +203,13 @@ export class Broker {
     return { snapshotLsn, recordsReplayed, replayMs, sessions: this.state.sessions.size, pendingMessages, durableQueues: this.state.queues.size, queuedMessages };
   }
 
-  private bridgeQueues(routingKey: string): QueueRuntime[] {
+  /** `topic` is an MQTT topic: its routing key (separators swapped) is made only when amq.topic has a binding. */
+  private bridgeQueues(topic: string): QueueRuntime[] {
     const exchange = this.exchanges.get('amq.topic');
     if (!exchange || exchange.bindingCount === 0) return [];
     const queues: QueueRuntime[] = [];
     // An MQTT publish carries no AMQP headers: a headers exchange downstream sees none.
-    for (const name of routeThroughExchanges(this.exchanges, exchange, routingKey, undefined).queues) {
+    for (const name of routeThroughExchanges(this.exchanges, exchange, swapSeparators(topic), undefined).queues) {
       const queue = this.queues.get(name);
       if (queue) queues.push(queue);
     }

@@ -17,7 +17,7 @@ import { queuesAccepting, type QueueRuntime } from './amqp-queue.js';
 import { record, type PendingRecord } from './committer.js';
 import { documentOf, ingestMatches, type IngestRoute } from './ingest.js';
 import { isExpired, storedPropertiesOf } from './mqtt-message-properties.js';
-import { minQos, swapSeparators, SessionRuntime } from './mqtt-sessions.js';
+import { minQos, SessionRuntime } from './mqtt-sessions.js';
 import { SessionExpiry } from './session-expiry.js';
 import type { Timers } from './timers.js';
 import { messagePropertiesBody } from '../projections/message-properties.js';
@@ -41,8 +41,8 @@ export interface MqttCoreContext extends PublishContext {
   readonly timers: Timers;
   /** The broker's own retained values ($SYS topics), in memory only: never recorded, never in a snapshot. */
   readonly systemRetained: Map<string, StoredMessage>;
-  /** Queues bound to amq.topic that match this routing key (the bridge into AMQP). */
-  bridgeQueues(routingKey: string): QueueRuntime[];
+  /** Queues bound to amq.topic that match this MQTT topic as a routing key (the bridge into AMQP). */
+  bridgeQueues(topic: string): QueueRuntime[];
   /** A message with an expiry enters this queue: its head timer must look at it (message-expiry.ts). */
   watchExpiry(queue: QueueRuntime): void;
   nextDocumentId(collection: string): number;
@@ -348,7 +348,7 @@ function mqttPublish(
   const sessions = context.subscriptions.match(topic, context.sessions.get(from));
   const groups = context.shared.match(topic);
   // A full reject-publish queue refuses it: an MQTT 5 publisher hears 0x97 (as from RabbitMQ), a 3.1.1 one cannot be told.
-  const bridged = context.bridgeQueues(swapSeparators(topic));
+  const bridged = context.bridgeQueues(topic);
   const queues = queuesAccepting(bridged, payload.byteLength);
   // In a queue its expiry is an AMQP expiration (bridge-properties.ts), expired at the head as any.
   if (mqttProperties?.expiresAt !== undefined) for (const queue of queues) context.watchExpiry(queue);

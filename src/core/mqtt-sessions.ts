@@ -245,6 +245,9 @@ export function mqttTopicOf(message: StoredMessage): string {
  * '/' inside an AMQP word intact across the bridge, so the mapping round-trips.
  */
 export function swapSeparators(name: string): string {
+  // Nearly every name holds one of the two at most: one native replaceAll, not a string built a character at a time.
+  if (!name.includes('.')) return name.replaceAll('/', '.');
+  if (!name.includes('/')) return name.replaceAll('.', '/');
   let out = '';
   for (const ch of name) out += ch === '/' ? '.' : ch === '.' ? '/' : ch;
   return out;
