@@ -33,8 +33,8 @@ export const loadCheckIntervalMs = 1_000;
  * the pool for poolAfterSlowSyncMs: every connection waits while the loop is blocked, and a slow sync must not
  * freeze them again and again.
  */
-export const slowLoopSyncMs = 2;
-export const poolAfterSlowSyncMs = 10_000;
+export const slowLoopSyncMs = 10;
+export const poolAfterSlowSyncMs = 5_000;
 
 export interface SyncLaneOptions {
   /** The load average over the last minute (os.loadavg()[0]). */
