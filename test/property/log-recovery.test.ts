@@ -17,20 +17,14 @@ import { pino, type Logger } from 'pino';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { checksum64 } from '../../src/log/checksum.js';
 import { CorruptRecordError, judgeDataDirectory, LogInconsistentError, LostRecordsError, SegmentedLog, SegmentHeaderError, type AppendRecord } from '../../src/log/index.js';
-import { nodeFileSystem, type LogFileSystem } from '../../src/log/file-system.js';
 import { encodeFrame } from '../../src/log/record.js';
 import { encodeSegmentHeader, segmentHeaderBytes } from '../../src/log/segment.js';
 import { encodeSnapshotHeader, snapshotFileName } from '../../src/log/snapshot.js';
 import { announceSeed } from '../support/kit.js';
+import { withoutSyncs } from '../support/unsynced-file-system.js';
 
-// Hundreds of small logs, each fsynced: fast alone (3-10 s), but in a full run beside the crash and JetStream
-// tests one took over 60 s (fsyncs waiting behind the other file's disk traffic). The guard is for hangs, not speed.
+// Hundreds of small logs (opened without syncs: test/support/unsynced-file-system.ts); the guard is for hangs.
 vi.setConfig({ testTimeout: 240_000 });
-
-// Recovery reads what the files hold; the properties below crash nothing, so their syncs prove nothing, and on
-// CI's shared disk the thousands of them made one property outlast 240 s. Writes and zero fill stay real.
-const unsynced: LogFileSystem = { ...nodeFileSystem, fdatasync: (_fd, callback) => callback(null), fsyncAsync: async () => {} };
-const quickly = { fileSystem: unsynced, preallocate: true } as const;
 
 const root = fs.mkdtempSync(join(os.tmpdir(), 'cairn-log-recovery-'));
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
@@ -52,7 +46,7 @@ interface Placed {
 
 /** Appends each record in its own commit (so small segments roll), closes, and returns where each frame sits. */
 async function buildLog(dir: string, records: readonly AppendRecord[], segmentBytesMax: number): Promise<{ placed: Placed[]; segments: { file: string; bytes: number }[] }> {
-  const log = await SegmentedLog.open({ dir, segmentBytesMax, ...quickly });
+  const log = await SegmentedLog.open({ dir, segmentBytesMax, ...withoutSyncs });
   for (const r of records) await log.appendOne(r);
   const segments = log.segments();
   const placed: Placed[] = [];
@@ -92,7 +86,7 @@ function flipByte(path: string, offset: number, xor: number): void {
 }
 
 async function expectRecords(dir: string, count: number, logger?: Logger): Promise<SegmentedLog> {
-  const log = await SegmentedLog.open(logger === undefined ? { dir, segmentBytesMax: 256, ...quickly } : { dir, segmentBytesMax: 256, logger, ...quickly });
+  const log = await SegmentedLog.open(logger === undefined ? { dir, segmentBytesMax: 256, ...withoutSyncs } : { dir, segmentBytesMax: 256, logger, ...withoutSyncs });
   const records = [...log.read()];
   expect(records.map((r) => r.lsn)).toEqual(Array.from({ length: count }, (_, i) => i + 1));
   expect(log.nextLsn).toBe(count + 1);
@@ -387,7 +381,7 @@ describe('damage in the history (segments wholly before the newest snapshot): st
         const candidates = placed.filter((p) => history.some((h) => h.file === p.segment));
         const victim = candidates[which % candidates.length]!;
         flipByte(join(dir, victim.segment), victim.start + (byteSeed % (victim.end - victim.start)), xor);
-        const log = await SegmentedLog.open({ dir, ...quickly });
+        const log = await SegmentedLog.open({ dir, ...withoutSyncs });
         const status = await log.checkHistory();
         await log.close();
         expect(status.state).toBe('damaged');

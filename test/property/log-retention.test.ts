@@ -20,9 +20,9 @@ import { SegmentedLog, type SegmentInfo } from '../../src/log/index.js';
 import { planRetention, type RetentionCandidate } from '../../src/log/retention.js';
 import { snapshotFileName } from '../../src/log/snapshot.js';
 import { announceSeed } from '../support/kit.js';
+import { withoutSyncs } from '../support/unsynced-file-system.js';
 
-// Hundreds of small logs, each fsynced: fast alone (3-10 s), but in a full run beside the crash and JetStream
-// tests one took over 60 s (fsyncs waiting behind the other file's disk traffic). The guard is for hangs, not speed.
+// Hundreds of small logs (opened without syncs: test/support/unsynced-file-system.ts); the guard is for hangs.
 vi.setConfig({ testTimeout: 240_000 });
 
 const root = fs.mkdtempSync(join(os.tmpdir(), 'cairn-log-retention-'));
@@ -101,7 +101,7 @@ function outsideWindow(segments: readonly SegmentInfo[], timestamps: readonly nu
 }
 
 async function openWith(dir: string, c: Case, now: number): Promise<SegmentedLog> {
-  const options = { dir, segmentBytesMax: 256, clock: () => now };
+  const options = { dir, segmentBytesMax: 256, clock: () => now, ...withoutSyncs };
   return SegmentedLog.open({
     ...options,
     ...(c.archive ? { archiveDir: join(dir, 'archive') } : {}),
