@@ -24,6 +24,7 @@ import { QueueRuntime } from './amqp-queue.js';
 import { MessageStore } from './message-store.js';
 import { relocationRecords, type Releasable } from './segment-release.js';
 import { Committer, record } from './committer.js';
+import { TransientCommitter } from './transient-committer.js';
 import { GroupedReplay } from '../projections/transaction-groups.js';
 import type { IngestRoute } from './ingest.js';
 import { checkCoreLimits, defaultCoreLimits, type CoreLimits } from './limits.js';
@@ -110,11 +111,12 @@ export class Broker {
     const observer = options.observer ?? silentObserver;
     const store = new MessageStore(log, this.limits.messageCacheBytes);
     this.store = store;
-    const delivery = new SessionDelivery(this.committer, this.limits, observer, store, clock);
+    const delivery = new SessionDelivery(this.limits, observer, store, clock);
+    const transient = new TransientCommitter(clock);
     const shared = new SharedSubscriptions({ state, committer: this.committer, limits: this.limits, observer, store, delivery });
     this.shared = shared;
     const amqp: AmqpCoreImpl = new AmqpCoreImpl({
-      committer: this.committer, limits: this.limits, delivery, observer, store, state, shared, exchanges: this.exchanges, queues: this.queues,
+      committer: this.committer, transient, limits: this.limits, delivery, observer, store, state, shared, exchanges: this.exchanges, queues: this.queues,
       timers: options.timers ?? systemTimers,
       dispatch: (queue) => amqp.dispatchQueue(queue),
       overflowed: (queue, entries) => amqp.deadLetterOverflow(queue, entries),
@@ -123,7 +125,7 @@ export class Broker {
     this.amqp = amqp;
     this.amqpCore = amqp;
     this.mqtt = new MqttCoreImpl({
-      committer: this.committer, limits: this.limits, delivery, observer, store, state, shared, sessions: this.sessions, subscriptions: this.subscriptions,
+      committer: this.committer, transient, limits: this.limits, delivery, observer, store, state, shared, sessions: this.sessions, subscriptions: this.subscriptions,
       ingestRoutes: this.ingestRoutes, clock, timers: options.timers ?? systemTimers, systemRetained: this.systemRetained,
       dispatch: (queue) => amqp.dispatchQueue(queue),
       overflowed: (queue, entries) => amqp.deadLetterOverflow(queue, entries),
@@ -185,7 +187,7 @@ export class Broker {
     }
     this.shared.recover();
     for (const sessionState of this.state.sessions.values()) {
-      const session = new SessionRuntime(sessionState.clientId, true, sessionState);
+      const session = new SessionRuntime(sessionState.clientId, this.committer, sessionState);
       this.sessions.set(session.clientId, session);
       for (const [filter, qos] of sessionState.subscriptions) {
         const shared = isSharedFilter(filter) ? parseSharedFilter(filter) : undefined;

@@ -49,11 +49,25 @@ export class LogFailedError extends Error {
   readonly code = 'ELOGFAILED';
 }
 
-type SettleKind = 'ack' | 'deliver';
+export type SettleKind = 'ack' | 'deliver';
 
 const ignore = (): void => undefined;
 
-export class Committer {
+/**
+ * Where a destination's records go: the log (Committer), or nowhere for a transient destination
+ * (transient-committer.ts: a clean MQTT session), applied to the state by the same fold either way.
+ */
+export interface DestinationCommitter {
+  /** Whether the records are written to the log, and so survive a restart. */
+  readonly durable: boolean;
+  /** Resolves when the records are durable; undefined when they are not written (nothing to wait for). */
+  commit(records: readonly PendingRecord[]): Promise<void> | undefined;
+  commitQuietly(records: readonly PendingRecord[]): void;
+  settleLater(kind: SettleKind, ref: DestinationRef, seq: number): void;
+}
+
+export class Committer implements DestinationCommitter {
+  readonly durable = true;
   /** Coalesced acks/deliveries, keyed by kind + destination. */
   private readonly settling = new Map<string, { kind: SettleKind; ref: DestinationRef; seqs: number[] }>();
   private settleScheduled = false;

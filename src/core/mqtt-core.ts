@@ -21,7 +21,6 @@ import { minQos, SessionRuntime } from './mqtt-sessions.js';
 import { SessionExpiry } from './session-expiry.js';
 import type { Timers } from './timers.js';
 import { messagePropertiesBody } from '../projections/message-properties.js';
-import { applySub, applyUnsub } from '../projections/mqtt-sessions.js';
 import { subscriptionOptionsBody } from '../projections/subscription-options.js';
 import { publish, type PublishContext } from './publish.js';
 import { parseSharedFilter, type SharedFilter } from './shared-subscription.js';
@@ -85,14 +84,12 @@ export class MqttCoreImpl implements MqttCore {
       }
     } else {
       if (existing) this.discard(existing);
-      if (!persistent) {
-        // clean_session=1 discards a stored session [MQTT-3.1.2-6]; wait for that before CONNACK, or a crash would revive it.
-        if (state.sessions.has(clientId)) durable = committer.commit([record('session', { c: clientId, op: 'end' })]);
-        session = SessionRuntime.clean(clientId);
-      } else {
-        durable = committer.commit([record('session', { c: clientId, op: 'open', ...(interval === undefined ? {} : { e: interval }) })]);
-        session = new SessionRuntime(clientId, true, state.sessions.get(clientId)!);
-      }
+      // clean_session=1 discards a stored session [MQTT-3.1.2-6]; wait for that before CONNACK, or a crash would revive it.
+      if (!persistent && state.sessions.has(clientId)) durable = committer.commit([record('session', { c: clientId, op: 'end' })]);
+      // A clean session is opened the same way, by a record its committer writes nowhere.
+      const [own, ownState] = persistent ? [committer, state] : [this.context.transient, this.context.transient.state];
+      durable = own.commit([record('session', { c: clientId, op: 'open', ...(interval === undefined ? {} : { e: interval }) })]) ?? durable;
+      session = new SessionRuntime(clientId, own, ownState.sessions.get(clientId)!);
       sessions.set(clientId, session);
     }
     session.generation++;
@@ -102,7 +99,7 @@ export class MqttCoreImpl implements MqttCore {
     session.link = link;
     session.reader = reader;
     session.requeueAll();
-    return { session: new SessionHandle(this.context, session, session.generation, this.expiry), sessionPresent, durable };
+    return { session: new SessionHandle(this.context, session, session.generation, this.expiry, (gone) => this.discard(gone)), sessionPresent, durable };
   }
 
   /**
@@ -134,6 +131,8 @@ export class MqttCoreImpl implements MqttCore {
     session.link = undefined;
     this.context.shared.leaveAll(session);
     session.generation++;
+    // Nothing keeps a clean session's state but its committer: it ends with its runtime (a persistent one by its own record).
+    if (!session.persistent) session.committer.commit([record('session', { c: session.clientId, op: 'end' })]);
   }
 }
 
@@ -143,6 +142,7 @@ class SessionHandle implements MqttSessionHandle {
     private readonly session: SessionRuntime,
     private readonly generation: number,
     private readonly expiry: SessionExpiry,
+    private readonly discard: (session: SessionRuntime) => void,
   ) {}
 
   get clientId(): string {
@@ -178,14 +178,13 @@ class SessionHandle implements MqttSessionHandle {
       const qos = request.qos;
       const existed = this.session.state.subscriptions.has(filter);
       const body: SubBody = { c: this.session.clientId, f: filter, qos, ...subscriptionOptionsBody(request.options) };
-      if (this.session.persistent) records.push(record('sub', body));
-      else applySub(this.session.state, body);
+      records.push(record('sub', body));
       if (shared === undefined) this.context.subscriptions.add(filter, this.session, qos, body.nl === true);
       else joins.push([shared, qos]);
       if (wantsRetained(request.options?.retainHandling, existed)) retainedFilters.push(filter);
       granted.push(qos);
     }
-    const durable = records.length > 0 ? this.context.committer.commit(records) : undefined;
+    const durable = records.length > 0 ? this.session.committer.commit(records) : undefined;
     // After the commit: a persistent member's group is in the projection by now, so the group knows it is durable.
     for (const [shared, qos] of joins) this.context.shared.join(this.session, shared, qos);
     return { granted, durable, retainedFilters };
@@ -194,8 +193,6 @@ class SessionHandle implements MqttSessionHandle {
   sendRetained(filters: readonly string[]): void {
     if (!this.live) return;
     const { state } = this.context;
-    const retainedQueue: PendingRecord[] = [];
-    const retainedMessages: StoredMessage[] = [];
     for (const filter of filters) {
       const subscriptionQos = this.session.state.subscriptions.get(filter);
       // Retained messages are not sent on a shared subscription (MQTT 5.0 §4.8.2).
@@ -218,27 +215,31 @@ class SessionHandle implements MqttSessionHandle {
           ...(mqttProperties !== undefined ? { mqttProperties } : {}),
         };
         if (qos === 0) this.context.delivery.sendDirect(this.session, message, true);
-        else if (!this.session.persistent) this.context.delivery.enqueueTransient(this.session, qos, message);
-        else {
-          // A persistent session keeps retained QoS ≥ 1 deliveries like any other message, so they survive a crash too.
-          const seq = this.session.state.nextSeq + retainedQueue.length;
-          retainedQueue.push(record('msg', {
-            t: retained.topic, p: retained.payload, qos: retained.qos, r: true, s: [[this.session.clientId, seq, qos]], from: '$retained',
-            ...(mqttProperties !== undefined ? { m: messagePropertiesBody(mqttProperties) } : {}),
-          }));
-          retainedMessages.push(message);
-        }
+        else this.queueRetained(message, qos);
       }
     }
-    if (retainedQueue.length > 0) {
-      const { committer, store } = this.context;
-      // Records settled earlier in this tick go first; then these take the next LSNs, which the cache needs.
-      committer.flushSettled();
-      const firstLsn = committer.nextLsn;
-      retainedMessages.forEach((message, i) => store.remember({ ...message, lsn: firstLsn + i, from: '$retained' }));
-      committer.commitQuietly(retainedQueue);
-    }
     this.context.delivery.pump(this.session);
+  }
+
+  /**
+   * A retained QoS ≥ 1 delivery is queued like any message, so a persistent session's survives a
+   * crash too: room made within the session's bounds, then its msg record, through the session's committer.
+   */
+  private queueRetained(message: StoredMessage, qos: 1 | 2): void {
+    const { committer, store } = this.context;
+    const records: PendingRecord[] = [];
+    this.context.delivery.makeRoom(this.session, message.payload.byteLength, records);
+    const mqttProperties = message.mqttProperties;
+    records.push(record('msg', {
+      t: message.topic, p: message.payload, qos: message.qos ?? qos, r: true, s: [[this.session.clientId, this.session.state.nextSeq, qos]], from: '$retained',
+      ...(mqttProperties !== undefined ? { m: messagePropertiesBody(mqttProperties) } : {}),
+    }));
+    if (this.session.committer === committer) {
+      // Records settled earlier in this tick go first; then the msg record takes the LSN the cache needs.
+      committer.flushSettled();
+      store.remember({ ...message, lsn: committer.nextLsn + records.length - 1, from: '$retained' });
+    }
+    this.session.committer.commitQuietly(records);
   }
 
   subscribed(filter: string): boolean {
@@ -252,11 +253,9 @@ class SessionHandle implements MqttSessionHandle {
       const known = this.session.state.subscriptions.has(filter);
       this.context.subscriptions.remove(filter, this.session);
       if (!known) continue;
-      const body = { c: this.session.clientId, f: filter };
-      if (this.session.persistent) records.push(record('unsub', body));
-      else applyUnsub(this.session.state, body);
+      records.push(record('unsub', { c: this.session.clientId, f: filter }));
     }
-    const durable = records.length > 0 ? this.context.committer.commit(records) : undefined;
+    const durable = records.length > 0 ? this.session.committer.commit(records) : undefined;
     for (const filter of filters) if (isSharedFilter(filter)) this.context.shared.leave(this.session, filter);
     return durable;
   }
@@ -264,12 +263,12 @@ class SessionHandle implements MqttSessionHandle {
   publish(incoming: MqttIncomingPublish): MqttPublishResult {
     if (!this.live) return { durable: undefined, duplicate: true };
     const packetId = incoming.packetId;
-    if (incoming.qos === 2 && packetId !== undefined) {
-      if (this.session.state.rx2.has(packetId)) return { durable: this.session.rx2Durable.get(packetId), duplicate: true };
-      if (!this.session.persistent) this.session.state.rx2.add(packetId);
-    }
-    const rx2 = incoming.qos === 2 && packetId !== undefined && this.session.persistent ? { c: this.session.clientId, id: packetId } : undefined;
-    const { durable, matched, refused } = mqttPublish(this.context, this.session.clientId, rx2, incoming);
+    const rx2 = incoming.qos === 2 && packetId !== undefined ? { c: this.session.clientId, id: packetId } : undefined;
+    if (rx2 !== undefined && this.session.state.rx2.has(rx2.id)) return { durable: this.session.rx2Durable.get(rx2.id), duplicate: true };
+    // The rx2 record goes in the message's commit when the session's records go to the log (durable together), else to its own committer.
+    const inPublish = this.session.committer === this.context.committer;
+    if (rx2 !== undefined && !inPublish) this.session.committer.commit([record('rx2', rx2)]);
+    const { durable, matched, refused } = mqttPublish(this.context, this.session.clientId, inPublish ? rx2 : undefined, incoming);
     if (incoming.qos === 2 && packetId !== undefined) this.session.rx2Durable.set(packetId, durable);
     return { durable, duplicate: false, ...(matched ? {} : { noSubscribers: true as const }), ...(refused ? { quotaExceeded: true as const } : {}) };
   }
@@ -308,9 +307,7 @@ class SessionHandle implements MqttSessionHandle {
     // A member that disconnects with shared deliveries in flight: another member gets them (with DUP).
     this.context.shared.release(session);
     if (!session.persistent) {
-      this.context.subscriptions.removeAll(session);
-      this.context.shared.leaveAll(session);
-      this.context.sessions.delete(session.clientId);
+      this.discard(session);
       // The session ends with its connection: a will goes now, whatever its delay [MQTT-3.1.3-9].
       return will === undefined ? undefined : mqttPublish(this.context, session.clientId, undefined, will).durable;
     }

@@ -3,11 +3,11 @@
  * flight on its connection, and the pump that moves a session's queue onto
  * the wire within its in-flight window.
  *
- * A persistent session's queue, subscriptions, rx2 and rel sets ARE the
- * projection's SessionState (changed only by committing records); a clean
- * session has a SessionState of its own that the same projection functions
- * change directly, with nothing logged. So both behave the same, and only
- * persistent ones survive a restart.
+ * A session's queue, subscriptions, rx2 and rel sets ARE its SessionState,
+ * changed only by committing records through the session's committer: a
+ * persistent session's writes them to the log (its state is the broker's
+ * projection), a clean session's writes nothing (transient-committer.ts).
+ * So both run the same code, and only persistent ones survive a restart.
  *
  * Packet ids of outgoing QoS 1/2 messages are derived from the session seq
  * ((seq - 1) mod 65535 + 1), so a resend after a restart reuses the original
@@ -15,21 +15,18 @@
  * the window (in flight + owed PUBRELs) is far below 65535, so two live
  * messages never share an id; the pump still checks and waits if they would.
  */
-import { assert } from '../assert.js';
-import { enqueue, qosOf, removeFinished } from '../projections/destinations.js';
-import { applyRel, applyRx2 } from '../projections/mqtt-sessions.js';
+import { qosOf } from '../projections/destinations.js';
 import type { RelBody } from '../projections/records.js';
-import { newSession, type MessageProperties, type SessionState, type StoredMessage } from '../projections/state.js';
-import type { MqttClientLink, MqttTopicReader, Qos } from './api.js';
-import { record, type Committer } from './committer.js';
+import type { MessageProperties, SessionState, StoredMessage } from '../projections/state.js';
+import type { Durable, MqttClientLink, MqttTopicReader, Qos } from './api.js';
+import { record, type DestinationCommitter, type PendingRecord } from './committer.js';
 import type { CoreLimits } from './limits.js';
 import type { MessageStore } from './message-store.js';
 import { mqttPropertiesOf } from './bridge-properties.js';
 import { isExpired, outgoingPropertiesOf } from './mqtt-message-properties.js';
 import type { BrokerObserver } from './observer.js';
 import type { SharedInflight } from './shared-subscription.js';
-import { DestinationRuntime } from './destination-runtime.js';
-import type { EntryView } from '../projections/entry-queue.js';
+import { DestinationRuntime, recordBoundDrops } from './destination-runtime.js';
 import { deliveryFlagsOf, sharedDeliveryFlagsOf } from './subscription-delivery.js';
 
 export function packetIdOf(seq: number): number {
@@ -50,22 +47,24 @@ export class SessionRuntime extends DestinationRuntime<StoredMessage> {
   readonly sharedInflight = new Map<number, SharedInflight>();
   /** Inbound QoS 2: packet id → durability of the publish it stands for (so a duplicate's PUBREC waits too). */
   readonly rx2Durable = new Map<number, Promise<void> | undefined>();
+  /** How its records name it (made once: every delivery and ack names it). */
+  readonly destination: { readonly c: string };
 
   constructor(
     readonly clientId: string,
-    readonly persistent: boolean,
+    /** Where the session's records go: the log (persistent) or nowhere (clean). */
+    readonly committer: DestinationCommitter,
     readonly state: SessionState,
   ) {
     super(state, (message) => message);
+    this.destination = { c: clientId };
   }
 
-  static clean(clientId: string): SessionRuntime {
-    return new SessionRuntime(clientId, false, newSession(clientId));
+  /** Whether the session outlives its connection (and a restart). */
+  get persistent(): boolean {
+    return this.committer.durable;
   }
 
-  get destination(): { c: string } {
-    return { c: this.clientId };
-  }
 
   /** Whether the in-flight window (own messages, shared deliveries, owed PUBRELs) has room, narrowed by an MQTT 5 client's Receive Maximum [MQTT-4.9.0-1]. */
   windowHasRoom(windowMax: number): boolean {
@@ -81,7 +80,6 @@ export class SessionRuntime extends DestinationRuntime<StoredMessage> {
 /** Moves a session's queue onto the wire and settles what comes back. */
 export class SessionDelivery {
   constructor(
-    private readonly committer: Committer,
     private readonly limits: CoreLimits,
     private readonly observer: BrokerObserver,
     private readonly store: MessageStore,
@@ -115,45 +113,34 @@ export class SessionDelivery {
       const { retain, subscriptionIdentifiers } = deliveryFlagsOf(session.state, message, topic, message.retain === true);
       link.sendPublish({ topic, payload: message.payload, qos: qosOf(entry.flags), retain, dup: entry.deliveries > 0, packetId, properties, subscriptionIdentifiers });
       this.observer.messageOut('mqtt');
-      if (session.persistent) this.committer.settleLater('deliver', session.destination, seq);
-      else session.state.pending.markDelivered(seq);
+      session.committer.settleLater('deliver', session.destination, seq);
     }
   }
 
   /** A queued message dropped unsent (unsendable): as a record, so replay agrees. */
   private dropQueued(session: SessionRuntime, seq: number, why: 'acl' | 'expired'): void {
-    const body = { c: session.clientId, s: [seq], why };
     if (why === 'expired') this.observer.drop('session', 1);
-    if (session.persistent) this.committer.commitQuietly([record('drop', body)]);
-    else removeFinished(session.state, body);
-  }
-
-  /** Put a message in a clean session's queue, dropping the oldest beyond the bounds. */
-  enqueueTransient(session: SessionRuntime, qos: 1 | 2, message: StoredMessage): void {
-    assert(!session.persistent, 'persistent sessions are enqueued by msg records');
-    const dropped = this.dropOldest(session, message.payload.byteLength);
-    if (dropped.length > 0) removeFinished(session.state, { c: session.clientId, s: dropped.map((entry) => entry.seq), why: 'bound' });
-    enqueue(session.state, session.state.nextSeq, 0, message.payload.byteLength, qos, message);
+    session.committer.commitQuietly([record('drop', { c: session.clientId, s: [seq], why })]);
   }
 
   /**
-   * The oldest ready messages, taken off so that one more of `size` bytes fits the session's bounds
-   * (count and bytes, which count every queued message). In-flight ones are the client's to finish
-   * and are never dropped.
+   * Makes room for one more message of `size` bytes within the session's bounds (count and bytes,
+   * which count every queued message): the oldest ready ones are dropped, their drop record put in
+   * `records`. In-flight ones are the client's to finish and are never dropped.
    */
-  dropOldest(session: SessionRuntime, size: number): ReadonlyArray<EntryView<StoredMessage>> {
+  makeRoom(session: SessionRuntime, size: number, records: PendingRecord[]): void {
     const { pending } = session.state;
     const notReady = pending.size - session.readyCount;
     const dropped = session.dropOldest(this.limits.sessionQueueMessagesMax - notReady, this.limits.sessionQueueBytesMax - (pending.bytes - session.readyBytes), size);
-    if (dropped.length > 0) this.observer.drop('session', dropped.length);
-    return dropped;
+    if (dropped.length === 0) return;
+    this.observer.drop('session', dropped.length);
+    recordBoundDrops(session.destination, dropped, records);
   }
 
   puback(session: SessionRuntime, packetId: number): void {
     const entry = session.settle(packetId);
     if (entry === undefined) return; // a PUBACK for nothing we sent: ignore it, as brokers do
-    if (session.persistent) this.committer.settleLater('ack', session.destination, entry.seq);
-    else session.state.pending.delete(entry.seq);
+    session.committer.settleLater('ack', session.destination, entry.seq);
     this.pump(session);
   }
 
@@ -167,16 +154,13 @@ export class SessionDelivery {
     this.owePubrel(session, { c: session.clientId, id: packetId, s: entry.seq });
   }
 
-  /** A PUBREC taken: the message is the client's; the PUBREL obligation is recorded (persistent session) or kept, then PUBREL goes out. */
+  /** A PUBREC taken: the message is the client's; PUBREL goes out once the obligation is recorded (at once when nothing is written). */
   owePubrel(session: SessionRuntime, body: RelBody): void {
     const packetId = body.id;
-    if (!session.persistent) {
-      applyRel(session.state, body);
-      session.link?.sendPubrel(packetId);
-      return;
-    }
+    const durable = session.committer.commit([record('rel', body)]);
+    if (durable === undefined) return session.link?.sendPubrel(packetId);
     const generation = session.generation;
-    this.committer.commit([record('rel', body)]).then(
+    durable.then(
       () => { if (session.generation === generation) session.link?.sendPubrel(packetId); },
       () => undefined, // the log failed: the connection will be closed by the next durable command
     );
@@ -184,22 +168,15 @@ export class SessionDelivery {
 
   pubcomp(session: SessionRuntime, packetId: number): void {
     if (!session.state.rel.has(packetId)) return;
-    const body = { c: session.clientId, id: packetId, clear: true as const };
-    if (session.persistent) this.committer.commitQuietly([record('rel', body)]);
-    else applyRel(session.state, body);
+    session.committer.commitQuietly([record('rel', { c: session.clientId, id: packetId, clear: true })]);
     this.pump(session);
   }
 
   /** Inbound QoS 2 PUBREL: forget the id [MQTT-4.3.3-2]. PUBCOMP waits for the clear to be durable, or a restart could swallow a new message with that id. */
-  pubrel(session: SessionRuntime, packetId: number): Promise<void> | undefined {
+  pubrel(session: SessionRuntime, packetId: number): Durable {
     session.rx2Durable.delete(packetId);
     if (!session.state.rx2.has(packetId)) return undefined;
-    const body = { c: session.clientId, id: packetId, clear: true as const };
-    if (!session.persistent) {
-      applyRx2(session.state, body);
-      return undefined;
-    }
-    return this.committer.commit([record('rx2', body)]);
+    return session.committer.commit([record('rx2', { c: session.clientId, id: packetId, clear: true })]);
   }
 
   /** On (re)connect: owed PUBRELs first, then everything ready (what was in flight is back in it), in seq order. */

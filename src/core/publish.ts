@@ -8,6 +8,8 @@
  * Durable means: a persistent MQTT session with effective QoS ≥ 1, or a
  * durable AMQP queue with a persistent message. With no durable destination
  * and no other record, nothing is written and the result is `undefined`.
+ * Clean sessions get a msg record of their own, through their committer,
+ * which writes nothing (transient-committer.ts).
  *
  * Live deliveries go out right after the commit is issued (for AMQP-only
  * publishes: deferred to the end of the tick, see `deferrable`), before it is
@@ -23,6 +25,7 @@ import type { AmqpMessage, Durable, Qos } from './api.js';
 import { amqpMessageOf, type QueueRuntime } from './amqp-queue.js';
 import { record, type Committer, type PendingRecord } from './committer.js';
 import { recordBoundDrops } from './destination-runtime.js';
+import type { TransientCommitter } from './transient-committer.js';
 import type { CoreLimits } from './limits.js';
 import type { MessageStore } from './message-store.js';
 import type { BrokerObserver } from './observer.js';
@@ -60,6 +63,8 @@ export interface Publication {
 
 export interface PublishContext {
   readonly committer: Committer;
+  /** The committer of clean sessions: their records are written nowhere. */
+  readonly transient: TransientCommitter;
   readonly limits: CoreLimits;
   readonly delivery: SessionDelivery;
   readonly observer: BrokerObserver;
@@ -76,7 +81,8 @@ const noGroupRows: readonly DurableGroupRow[] = [];
 export function publish(context: PublishContext, routed: Publication): Durable {
   const publication = withoutUnreadableSessions(routed);
   const records: PendingRecord[] = [];
-  const durableSessions = planSessions(context, publication, records);
+  const durableSessions: SessionRow[] = [];
+  const transientSessions = planSessions(context, publication, { rows: durableSessions, records });
   const { rows: durableQueues, taking, overflowed } = planQueues(context, publication, records);
   const groups = publication.groups ?? noGroups;
   const durableGroups = groups.length > 0 ? context.shared.plan(groups, publication.qos, publication.payload.byteLength, records) : noGroupRows;
@@ -85,12 +91,7 @@ export function publish(context: PublishContext, routed: Publication): Durable {
   if (durableSessions.length > 0 || durableQueues.length > 0 || durableGroups.length > 0) {
     // A commit appends the acks and deliveries settled earlier in this tick first: let them take their LSNs now.
     if (!deferred) context.committer.flushSettled();
-    const body: { -readonly [K in keyof MsgBody]: MsgBody[K] } = { t: publication.topic, p: publication.payload, from: publication.from };
-    if (publication.exchange !== undefined) body.x = publication.exchange;
-    if (publication.properties !== undefined) body.h = publication.properties;
-    if (publication.mqttProperties !== undefined) body.m = messagePropertiesBody(publication.mqttProperties);
-    if (publication.exchange === undefined) body.qos = publication.qos;
-    if (publication.retain !== undefined) body.rp = true;
+    const body = msgBodyOf(publication);
     if (durableSessions.length > 0) body.s = durableSessions;
     if (durableQueues.length > 0) body.u = durableQueues.map(([queue, seq]) => [queue.name, seq] as const);
     if (durableGroups.length > 0) body.g = durableGroups;
@@ -108,6 +109,12 @@ export function publish(context: PublishContext, routed: Publication): Durable {
   const message = storedMessage(publication, lsn, context.committer.now());
   if (lsn !== 0) context.store.remember(message);
   const durable = records.length === 0 ? undefined : deferred ? context.committer.commitDeferred(records) : context.committer.commit(records);
+  if (transientSessions !== undefined) {
+    const body = msgBodyOf(publication);
+    body.s = transientSessions.rows;
+    transientSessions.records.push(record('msg', body));
+    context.transient.commit(transientSessions.records, message);
+  }
   deliverToSessions(context, publication, message);
   deliverToQueues(context, taking, message, durableQueues);
   if (groups.length > 0) context.shared.deliver(groups, message, publication.qos, durableGroups);
@@ -151,18 +158,39 @@ function deferrable(publication: Publication): boolean {
   return publication.exchange !== undefined && publication.sessions.size === 0 && (publication.groups?.length ?? 0) === 0;
 }
 
-type DurableSessionRow = readonly [client: string, seq: number, qos: 1 | 2];
+type SessionRow = readonly [client: string, seq: number, qos: 1 | 2];
 
-function planSessions(context: PublishContext, publication: Publication, records: PendingRecord[]): DurableSessionRow[] {
-  const rows: DurableSessionRow[] = [];
+/** A msg record's session rows and the records that go before it (bound drops), for one committer. */
+interface SessionRows {
+  readonly rows: SessionRow[];
+  readonly records: PendingRecord[];
+}
+
+/**
+ * Each session with an effective QoS ≥ 1 gets a row, after room is made by its bound: persistent
+ * sessions in `durable` (the publish's commit), clean ones in the rows returned (their committer's).
+ */
+function planSessions(context: PublishContext, publication: Publication, durable: SessionRows): SessionRows | undefined {
+  let transient: SessionRows | undefined;
   for (const [session, subscriptionQos] of publication.sessions) {
     const qos = minQos(publication.qos, subscriptionQos);
-    if (qos === 0 || !session.persistent) continue;
-    const dropped = context.delivery.dropOldest(session, publication.payload.byteLength);
-    if (dropped.length > 0) recordBoundDrops(session.destination, dropped, records);
-    rows.push([session.clientId, session.state.nextSeq, qos]);
+    if (qos === 0) continue;
+    const planned = session.committer === context.committer ? durable : (transient ??= { rows: [], records: [] });
+    context.delivery.makeRoom(session, publication.payload.byteLength, planned.records);
+    planned.rows.push([session.clientId, session.state.nextSeq, qos]);
   }
-  return rows;
+  return transient;
+}
+
+/** The message part of its msg record (no destinations yet). */
+function msgBodyOf(publication: Publication): { -readonly [K in keyof MsgBody]: MsgBody[K] } {
+  const body: { -readonly [K in keyof MsgBody]: MsgBody[K] } = { t: publication.topic, p: publication.payload, from: publication.from };
+  if (publication.exchange !== undefined) body.x = publication.exchange;
+  if (publication.properties !== undefined) body.h = publication.properties;
+  if (publication.mqttProperties !== undefined) body.m = messagePropertiesBody(publication.mqttProperties);
+  if (publication.exchange === undefined) body.qos = publication.qos;
+  if (publication.retain !== undefined) body.rp = true;
+  return body;
 }
 
 /**
@@ -229,14 +257,9 @@ function storedMessage(publication: Publication, lsn: number, timestamp: number)
 
 function deliverToSessions(context: PublishContext, publication: Publication, message: StoredMessage): void {
   for (const [session, subscriptionQos] of publication.sessions) {
-    const qos = minQos(publication.qos, subscriptionQos);
-    if (qos === 0) {
-      context.delivery.sendDirect(session, message, false);
-      continue;
-    }
-    // A persistent session's entry came with the msg record (the pump finds it at the tail).
-    if (!session.persistent) context.delivery.enqueueTransient(session, qos, message);
-    context.delivery.pump(session);
+    // A QoS ≥ 1 message is the session's entry already: it came with its msg record (the pump finds it at the tail).
+    if (minQos(publication.qos, subscriptionQos) === 0) context.delivery.sendDirect(session, message, false);
+    else context.delivery.pump(session);
   }
 }
 

@@ -19,14 +19,16 @@ import { applyRetain } from './retained.js';
 import { applySessionEndToGroups, applySharedRel, applySharedSub, applySharedUnsub } from './shared-groups.js';
 import type { BrokerState, StoredMessage } from './state.js';
 
-export function apply(state: BrokerState, record: BrokerRecord): void {
-  assert(record.lsn > state.lastLsn, `record LSN ${record.lsn} applied after LSN ${state.lastLsn}`);
-  applyBody(state, record);
+/** `held`: a msg record's message itself, for a state whose records are in no log (core/transient-committer.ts). */
+export function apply(state: BrokerState, record: BrokerRecord, held?: StoredMessage): void {
+  // The message is built only when it fails: this runs for every record, live and replayed.
+  if (record.lsn <= state.lastLsn) assert(false, `record LSN ${record.lsn} applied after LSN ${state.lastLsn}`);
+  applyBody(state, record, held);
   state.lastLsn = record.lsn;
   state.lastTimestamp = record.timestamp;
 }
 
-function applyBody(state: BrokerState, record: BrokerRecord): void {
+function applyBody(state: BrokerState, record: BrokerRecord, held: StoredMessage | undefined): void {
   const body = record.body;
   switch (record.kind) {
     case RecordKind.session:
@@ -38,7 +40,7 @@ function applyBody(state: BrokerState, record: BrokerRecord): void {
     case RecordKind.unsub:
       applySharedUnsub(state, body as BodyOf['unsub']);
       return withSession(state, body as BodyOf['unsub'], applyUnsub);
-    case RecordKind.msg: return applyMsgToDestinations(state, body as MsgBody, record.lsn);
+    case RecordKind.msg: return applyMsgToDestinations(state, body as MsgBody, record.lsn, held);
     case RecordKind.ack: return applyFinished(state, body as AckBody);
     case RecordKind.drop: return applyFinished(state, body as BodyOf['drop']);
     case RecordKind.deliver: return applyDeliver(state, body as BodyOf['deliver']);

@@ -2,8 +2,8 @@
  * The projection of destinations — persistent MQTT sessions, durable AMQP
  * queues and persistent shared-subscription groups alike: a msg record enqueues a reference for each destination it
  * lists, ack and drop records remove entries, deliver records count
- * deliveries. Pure; the broker's runtime also calls these directly for clean
- * sessions, where nothing is logged.
+ * deliveries. Pure; clean sessions' records, which are logged nowhere, go
+ * through the same fold (core/transient-committer.ts).
  */
 import { EntryFlag } from './entry-queue.js';
 import type { AckBody, DeliverBody, DestinationRef, DropBody, MsgBody } from './records.js';
@@ -14,11 +14,14 @@ export function destinationOf(state: BrokerState, ref: DestinationRef): Destinat
   return 'q' in ref ? state.queues.get(ref.q) : state.groups.get(ref.g);
 }
 
-/** A msg record: one reference per listed destination (sessions and shared groups with their delivery QoS, queues at QoS 1). */
-export function applyMsgToDestinations(state: BrokerState, body: MsgBody, lsn: number): void {
+/**
+ * A msg record: one reference per listed destination (sessions and shared groups with their delivery QoS, queues at QoS 1).
+ * `held`: the message, for the sessions of a state whose records are in no log (clean sessions).
+ */
+export function applyMsgToDestinations(state: BrokerState, body: MsgBody, lsn: number, held?: StoredMessage): void {
   if (body.movedFrom !== undefined) return relinkMoved(state, body, body.movedFrom, lsn);
   const size = body.p.byteLength;
-  if (body.s !== undefined) enqueueRows(state.sessions, body.s, lsn, size);
+  if (body.s !== undefined) enqueueRows(state.sessions, body.s, lsn, size, held);
   const queues = body.u;
   if (queues !== undefined) {
     for (let i = 0; i < queues.length; i++) {
@@ -34,12 +37,12 @@ export function applyMsgToDestinations(state: BrokerState, body: MsgBody, lsn: n
 }
 
 /** Rows of [destination name, seq, qos] (sessions, groups). */
-function enqueueRows(destinations: ReadonlyMap<string, DestinationState>, rows: ReadonlyArray<readonly [string, number, 1 | 2]>, lsn: number, size: number): void {
+function enqueueRows(destinations: ReadonlyMap<string, DestinationState>, rows: ReadonlyArray<readonly [string, number, 1 | 2]>, lsn: number, size: number, held?: StoredMessage): void {
   // Indexed loops, not for-of with destructuring (an iterator per entry): these run for every record replayed.
   for (let i = 0; i < rows.length; i++) {
     const row = rows[i]!;
     const destination = destinations.get(row[0]);
-    if (destination) enqueue(destination, row[1], lsn, size, row[2]);
+    if (destination) enqueue(destination, row[1], lsn, size, row[2], held);
   }
 }
 

@@ -6,6 +6,10 @@
  * applied msg records, as pushes whose record is applied later, or as pushes after their record)
  * and a list of its own (a shared group). And the consumer ring: each pick accepts, has the highest
  * priority among those that accept, and equal ones take turns.
+ *
+ * A transient destination is the same code with a committer that writes nothing: a clean MQTT
+ * session and a persistent one, driven alike through the real core, keep the same state and send
+ * the same packets, and no record names the clean one.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -13,6 +17,10 @@ import { EntryFlag } from '../../src/projections/entry-queue.js';
 import { enqueue, removeFinished } from '../../src/projections/destinations.js';
 import { newQueue, type StoredMessage } from '../../src/projections/state.js';
 import { ConsumerRing, DestinationRuntime } from '../../src/core/destination-runtime.js';
+import { Broker } from '../../src/core/broker.js';
+import { MemoryLog } from '../../src/core/record-log.js';
+import type { SessionState } from '../../src/projections/state.js';
+import { RecordingLink } from '../support/inspect-workload.js';
 import { announceSeed, testSeed } from '../support/kit.js';
 
 interface ModelEntry { readonly seq: number; readonly size: number; deliveries: number }
@@ -137,6 +145,69 @@ describe('the destination runtime', () => {
       fc.assert(fc.property(fc.array(operation, { maxLength: 200 }), (operations) => checkAgainstModel(mode, operations)), { seed: testSeed, numRuns: 300 });
     });
   }
+
+  it('a clean session (its committer writes nothing) keeps the state a persistent one keeps, sends the same packets, and is in no record', async () => {
+    announceSeed('clean session against persistent');
+    const step = fc.oneof(
+      { weight: 5, arbitrary: fc.record({ op: fc.constant('publish' as const), qos: fc.constantFrom<0 | 1 | 2>(0, 1, 2), size: fc.integer({ min: 0, max: 40 }), retain: fc.boolean() }) },
+      { weight: 4, arbitrary: fc.record({ op: fc.constantFrom('puback' as const, 'pubrec' as const, 'pubcomp' as const), pick: fc.nat() }) },
+      { weight: 1, arbitrary: fc.record({ op: fc.constant('subscribe' as const), qos: fc.constantFrom<0 | 1 | 2>(0, 1, 2) }) },
+      { weight: 1, arbitrary: fc.record({ op: fc.constant('unsubscribe' as const) }) },
+      // Each session publishes QoS 2 itself (its rx2 set), then releases the id.
+      { weight: 1, arbitrary: fc.record({ op: fc.constant('publishOwn' as const), id: fc.integer({ min: 1, max: 3 }) }) },
+      { weight: 1, arbitrary: fc.record({ op: fc.constant('pubrel' as const), id: fc.integer({ min: 1, max: 3 }) }) },
+    );
+    const sessionView = (state: SessionState): unknown => ({
+      nextSeq: state.nextSeq, dropped: state.dropped, subscriptions: [...state.subscriptions], rx2: [...state.rx2], rel: [...state.rel],
+      pending: [...state.pending.entries()].map((entry) => [entry.seq, entry.size, entry.deliveries, entry.flags]),
+    });
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { maxLength: 60 }), async (steps) => {
+        const log = new MemoryLog();
+        const broker = Broker.open({ log, limits: { sessionQueueMessagesMax: 4, sessionQueueBytesMax: 100, sessionInflightMessagesMax: 2, snapshotEveryRecords: 0 } });
+        const publisher = broker.mqtt.connect('pub', true, new RecordingLink()).session;
+        const sides = ['persistent', 'clean'].map((clientId) => {
+          const link = new RecordingLink();
+          const { session } = broker.mqtt.connect(clientId, clientId === 'clean', link);
+          session.start();
+          return { clientId, link, session };
+        });
+        for (const side of sides) side.session.subscribe([{ filter: 't', qos: 2 }]);
+        await broker.flush();
+        let payloadByte = 0;
+        for (const s of steps) {
+          if (s.op === 'publish') {
+            const payload = new Uint8Array(s.size).fill(payloadByte++ % 256);
+            publisher.publish({ topic: 't', payload, qos: s.qos, retain: s.retain, ...(s.qos > 0 ? { packetId: 1 + (payloadByte % 60_000) } : {}) });
+          }
+          for (const { session, link } of sides) {
+            if (s.op === 'subscribe') session.sendRetained(session.subscribe([{ filter: 't', qos: s.qos }]).retainedFilters);
+            else if (s.op === 'unsubscribe') session.unsubscribe(['t']);
+            else if (s.op === 'publishOwn') session.publish({ topic: 'nobody', payload: new Uint8Array(1), qos: 2, retain: false, packetId: s.id });
+            else if (s.op === 'pubrel') session.pubrel(s.id);
+            else if (s.op === 'pubcomp') {
+              if (link.pubrels.length > 0) session.pubcomp(link.pubrels[s.pick % link.pubrels.length]!);
+            } else if (s.op !== 'publish') {
+              const ids = link.received.flatMap((packet) => (packet.packetId === undefined ? [] : [packet.packetId]));
+              if (ids.length > 0) session[s.op](ids[s.pick % ids.length]!);
+            }
+          }
+          await broker.flush();
+          const [persistent, clean] = sides.map((side) => broker.sessions.get(side.clientId)!);
+          expect(clean!.persistent).toBe(false);
+          expect(sessionView(clean!.state), 'the clean session\'s state').toEqual(sessionView(persistent!.state));
+          expect(clean!.unacked.size).toBe(persistent!.unacked.size);
+          expect(clean!.readyCount).toBe(persistent!.readyCount);
+          expect(sides[1]!.link.received, 'what the clean session was sent').toEqual(sides[0]!.link.received);
+          expect(sides[1]!.link.pubrels).toEqual(sides[0]!.link.pubrels);
+        }
+        // The log holds the persistent session's records and none of the clean one's.
+        expect(log.records.some((r) => JSON.stringify(r.body).includes('"persistent"'))).toBe(true);
+        expect(log.records.filter((r) => JSON.stringify(r.body).includes('"clean"'))).toEqual([]);
+      }),
+      { seed: testSeed, numRuns: 150 },
+    );
+  });
 
   it('consumer ring: a pick accepts, has the highest priority among those that accept, and equal ones take turns', () => {
     announceSeed('consumer ring');
