@@ -22,7 +22,9 @@
  * - Events the hot paths report through cheap methods (`messageIn`,
  *   `messageOut`, `fsync`, `drop`, `connectionOpened`/`Closed`): a counter or
  *   histogram child per label value is resolved once, here, so a call costs an
- *   addition, never a label lookup.
+ *   addition, never a label lookup. The per-message and per-sync counts are
+ *   plain numbers, copied into their counters when scraped (`collect`): a
+ *   prom-client inc() hashes its labels and checks its value on every call.
  * - State computed only when scraped (`collectFrom`, metrics-gauges.ts).
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type Counter as CounterType } from 'prom-client';
@@ -53,19 +55,20 @@ export interface MetricsTotals {
   readonly connectionsOpened: Readonly<Record<MetricsProtocol, number>>;
 }
 
-type ProtocolCounters = Record<MetricsProtocol, ReturnType<CounterType<'protocol'>['labels']>>;
+/** At scrape time: the counter's series are the plain totals, one per protocol, in metricsProtocols' order. */
+function copyProtocolTotals(counter: CounterType<'protocol'>, totals: Readonly<Record<MetricsProtocol, number>>): void {
+  counter.reset();
+  for (const protocol of metricsProtocols) counter.inc({ protocol: rabbitProtocolLabels[protocol] }, totals[protocol]);
+}
 
 export class Metrics {
   /** Families both expositions show: events, Cairn's gauges, process and Node.js metrics. */
   private readonly shared = new Registry();
   /** Object metrics summed over objects (/metrics). */
   private readonly aggregatedObjects = new Registry();
-  private readonly in: ProtocolCounters;
-  private readonly out: ProtocolCounters;
   private readonly inTotals: Record<MetricsProtocol, number> = { mqtt: 0, amqp: 0 };
   private readonly outTotals: Record<MetricsProtocol, number> = { mqtt: 0, amqp: 0 };
   private fsyncTotal = 0;
-  private readonly fsyncCounter: Counter;
   private readonly fsyncSeconds: Histogram;
   private readonly batchRecords: Histogram;
   private readonly snapshotSeconds: Histogram;
@@ -85,11 +88,21 @@ export class Metrics {
     // each is the sum of the by-type gauge beside it (nodejs_active_handles{type}), so nothing is lost.
     for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) this.shared.removeSingleMetric(name);
     new Gauge({ name: metricNames.buildInfo, help: 'Cairn build information (always 1)', labelNames: ['version', 'node_version'] as const, registers }).set({ version, node_version: process.version }, 1);
-    const messagesIn = new Counter({ name: metricNames.messagesReceived, help: 'Total number of messages received from publishers', labelNames: ['protocol'] as const, registers });
-    const messagesOut = new Counter({ name: metricNames.messagesDelivered, help: 'Total number of messages delivered to consumers and subscribers', labelNames: ['protocol'] as const, registers });
-    this.in = { mqtt: messagesIn.labels(rabbitProtocolLabels.mqtt), amqp: messagesIn.labels(rabbitProtocolLabels.amqp) };
-    this.out = { mqtt: messagesOut.labels(rabbitProtocolLabels.mqtt), amqp: messagesOut.labels(rabbitProtocolLabels.amqp) };
-    this.fsyncCounter = new Counter({ name: metricNames.fsyncs, help: 'fdatasync calls on log segments', registers });
+    const inTotals = this.inTotals;
+    const outTotals = this.outTotals;
+    new Counter({
+      name: metricNames.messagesReceived, help: 'Total number of messages received from publishers', labelNames: ['protocol'] as const, registers,
+      collect() { copyProtocolTotals(this, inTotals); },
+    });
+    new Counter({
+      name: metricNames.messagesDelivered, help: 'Total number of messages delivered to consumers and subscribers', labelNames: ['protocol'] as const, registers,
+      collect() { copyProtocolTotals(this, outTotals); },
+    });
+    const fsyncTotal = (): number => this.fsyncTotal;
+    new Counter({
+      name: metricNames.fsyncs, help: 'fdatasync calls on log segments', registers,
+      collect() { this.reset(); this.inc(fsyncTotal()); },
+    });
     this.fsyncSeconds = new Histogram({
       name: metricNames.fsyncSeconds, help: 'Duration of one log fdatasync', registers,
       buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
@@ -109,27 +122,20 @@ export class Metrics {
     for (const destination of ['session', 'queue'] as const) this.drops.inc({ destination }, 0);
     this.accessDenials = new Counter({ name: metricNames.accessDenied, help: 'Operations refused by the topic ACL (MQTT publish dropped, subscribe 0x80, delivery withheld) or AMQP permissions (403)', labelNames: ['action'] as const, registers });
     for (const action of ['publish', 'subscribe', 'read', 'amqp'] as const) this.accessDenials.inc({ action }, 0);
-    for (const protocol of metricsProtocols) {
-      this.in[protocol].inc(0);
-      this.out[protocol].inc(0);
-    }
   }
 
   /** A PUBLISH (MQTT) or basic.publish (AMQP) accepted by the core. Call once per message, in the protocol's publish handler. */
   messageIn(protocol: MetricsProtocol): void {
-    this.in[protocol].inc();
     this.inTotals[protocol]++;
   }
 
   /** A message written to a client (PUBLISH or basic.deliver / get-ok). Call where the link sends it. */
   messageOut(protocol: MetricsProtocol): void {
-    this.out[protocol].inc();
     this.outTotals[protocol]++;
   }
 
   /** One fdatasync finished: how long it took and how many records it made durable. Call from the log's group commit. */
   fsync(seconds: number, records: number): void {
-    this.fsyncCounter.inc();
     this.fsyncTotal++;
     this.fsyncSeconds.observe(seconds);
     this.batchRecords.observe(records);

@@ -108,9 +108,9 @@ export interface MqttPublishResult {
   /** QoS 2 resend of a packet id whose PUBREL has not arrived: not routed again, just PUBREC again [MQTT-4.3.3-2]. */
   readonly duplicate: boolean;
   /** Nothing took the message: no subscriber, shared group, queue or ingest route matched (MQTT 5 may say 0x10). */
-  readonly noSubscribers?: true;
+  readonly noSubscribers?: boolean;
   /** A full reject-publish queue bound to amq.topic refused the message (the others took it; MQTT 5 may say 0x97). */
-  readonly quotaExceeded?: true;
+  readonly quotaExceeded?: boolean;
 }
 
 export interface MqttSubscribeResult {

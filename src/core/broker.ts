@@ -38,6 +38,9 @@ import { SubscriptionIndex } from './subscription-index.js';
 import { systemTimers, type Timers } from './timers.js';
 import type { BrokerRecord } from '../projections/records.js';
 
+/** bridgeQueues' answer while nothing is bound to amq.topic (nearly every MQTT publish): one array, never written to. */
+const noQueues: readonly QueueRuntime[] = [];
+
 /** What the broker needs from the log beyond appending: replay and snapshots. */
 export interface BrokerLog extends RecordLog {
   read(from?: { lsn?: number }): Iterable<BrokerRecord>;
@@ -206,9 +209,9 @@ export class Broker {
   }
 
   /** `topic` is an MQTT topic: its routing key (separators swapped) is made only when amq.topic has a binding. */
-  private bridgeQueues(topic: string): QueueRuntime[] {
+  private bridgeQueues(topic: string): readonly QueueRuntime[] {
     const exchange = this.exchanges.get('amq.topic');
-    if (!exchange || exchange.bindingCount === 0) return [];
+    if (!exchange || exchange.bindingCount === 0) return noQueues;
     const queues: QueueRuntime[] = [];
     // An MQTT publish carries no AMQP headers: a headers exchange downstream sees none.
     for (const name of routeThroughExchanges(this.exchanges, exchange, swapSeparators(topic), undefined).queues) {

@@ -8,7 +8,7 @@
  * deliver nor acknowledge anything after that.
  */
 import { assert } from '../assert.js';
-import type { DocBody, SessionBody, SubBody } from '../projections/records.js';
+import type { DocBody, RetainBody, SessionBody, SubBody } from '../projections/records.js';
 import type {
   Durable, MqttClientLink, MqttConnectOptions, MqttCore, MqttIncomingPublish, MqttPublishResult, MqttSessionHandle, MqttSubscribeRequest, MqttSubscribeResult,
   MqttTopicReader, MqttWill, Qos,
@@ -28,7 +28,7 @@ import { SubscriptionIndex } from './subscription-index.js';
 import { isSharedFilter } from '../projections/shared-groups.js';
 import { topicMatchesFilter, validateTopicFilter } from './topic-filter.js';
 import { unpinned } from './unpinned-bytes.js';
-import type { BrokerState, StoredMessage } from '../projections/state.js';
+import type { BrokerState, MessageProperties, StoredMessage } from '../projections/state.js';
 
 export interface MqttCoreContext extends PublishContext {
   readonly state: BrokerState;
@@ -41,7 +41,7 @@ export interface MqttCoreContext extends PublishContext {
   /** The broker's own retained values ($SYS topics), in memory only: never recorded, never in a snapshot. */
   readonly systemRetained: Map<string, StoredMessage>;
   /** Queues bound to amq.topic that match this MQTT topic as a routing key (the bridge into AMQP). */
-  bridgeQueues(topic: string): QueueRuntime[];
+  bridgeQueues(topic: string): readonly QueueRuntime[];
   /** A message with an expiry enters this queue: its head timer must look at it (message-expiry.ts). */
   watchExpiry(queue: QueueRuntime): void;
   nextDocumentId(collection: string): number;
@@ -270,7 +270,8 @@ class SessionHandle implements MqttSessionHandle {
     if (rx2 !== undefined && !inPublish) this.session.committer.commit([record('rx2', rx2)]);
     const { durable, matched, refused } = mqttPublish(this.context, this.session.clientId, inPublish ? rx2 : undefined, incoming);
     if (incoming.qos === 2 && packetId !== undefined) this.session.rx2Durable.set(packetId, durable);
-    return { durable, duplicate: false, ...(matched ? {} : { noSubscribers: true as const }), ...(refused ? { quotaExceeded: true as const } : {}) };
+    // One shape for every result, no spreads: this runs for every PUBLISH.
+    return { durable, duplicate: false, noSubscribers: !matched, quotaExceeded: refused };
   }
 
   awaitsRelease(packetId: number): boolean {
@@ -334,12 +335,12 @@ function mqttPublish(
   context: MqttCoreContext, from: string, rx2: { c: string; id: number } | undefined, incoming: Omit<MqttIncomingPublish, 'packetId'>, session?: SessionBody,
 ): { durable: Durable; matched: boolean; refused: boolean } {
   const { topic, payload, qos } = incoming;
-  const mqttProperties = storedPropertiesOf(incoming.properties, context.clock());
+  const mqttProperties = incoming.properties === undefined ? undefined : storedPropertiesOf(incoming.properties, context.clock());
   context.observer.messageIn('mqtt');
-  const docs: DocBody[] = [];
+  let docs: DocBody[] | undefined;
   for (const route of context.ingestRoutes) {
     if (!ingestMatches(route, topic)) continue;
-    docs.push({ col: route.collection, id: context.nextDocumentId(route.collection), doc: documentOf(payload, topic, context.clock()) });
+    (docs ??= []).push({ col: route.collection, id: context.nextDocumentId(route.collection), doc: documentOf(payload, topic, context.clock()) });
   }
   // The publisher's own No Local subscriptions do not match [MQTT-3.8.3-3].
   const sessions = context.subscriptions.match(topic, context.sessions.get(from));
@@ -349,21 +350,17 @@ function mqttPublish(
   const queues = queuesAccepting(bridged, payload.byteLength);
   // In a queue its expiry is an AMQP expiration (bridge-properties.ts), expired at the head as any.
   if (mqttProperties?.expiresAt !== undefined) for (const queue of queues) context.watchExpiry(queue);
-  const matched = sessions.size > 0 || groups.length > 0 || queues.length > 0 || docs.length > 0;
+  const matched = sessions.size > 0 || groups.length > 0 || queues.length > 0 || docs !== undefined;
+  // Routed nowhere and nothing to record (a topic nobody listens to): nothing to plan, as in amqp-core.
+  if (!matched && !incoming.retain && rx2 === undefined && session === undefined) return { durable: undefined, matched, refused: false };
+  // Every field named, absent ones undefined (no spreads): one object shape for every MQTT publish.
   const durable = publish(context, {
-    topic,
-    payload,
-    qos,
-    persistent: qos >= 1,
-    from,
-    mqttProperties,
-    sessions,
-    groups,
-    queues,
-    ...(incoming.retain ? { retain: { t: topic, p: unpinned(payload), qos, ...(mqttProperties !== undefined ? { m: messagePropertiesBody(mqttProperties) } : {}) } } : {}),
-    ...(rx2 ? { rx2 } : {}),
-    ...(session ? { session } : {}),
-    docs,
+    topic, payload, qos, persistent: qos >= 1, from, mqttProperties, sessions, groups, queues, retain: incoming.retain ? retainBody(topic, payload, qos, mqttProperties) : undefined, rx2, session, docs,
   });
   return { durable, matched, refused: queues.length < bridged.length };
+}
+
+function retainBody(topic: string, payload: Uint8Array, qos: Qos, mqttProperties: MessageProperties | undefined): RetainBody {
+  const body: RetainBody = { t: topic, p: unpinned(payload), qos };
+  return mqttProperties === undefined ? body : { ...body, m: messagePropertiesBody(mqttProperties) };
 }

@@ -49,11 +49,11 @@ export interface Publication {
   readonly queues: readonly QueueRuntime[];
   /** MQTT shared-subscription groups whose filter matches: each gives the message to one member. */
   readonly groups?: readonly SharedGroup[];
-  readonly retain?: RetainBody;
-  readonly rx2?: Rx2Body;
-  readonly docs?: readonly DocBody[];
+  readonly retain?: RetainBody | undefined;
+  readonly rx2?: Rx2Body | undefined;
+  readonly docs?: readonly DocBody[] | undefined;
   /** A session record after the message's, in its commit: a delayed will published, or the session whose will it is ended (session-expiry.ts). */
-  readonly session?: SessionBody;
+  readonly session?: SessionBody | undefined;
   /**
    * A dead-lettered copy (dead-letter.ts): the msg record names the durable entry it replaces, or,
    * when no durable queue takes the copy, `otherwise` ends that entry.

@@ -137,8 +137,9 @@ export class SubscriptionIndex<S> {
    * its matching filters [MQTT-3.3.5-1]. `topic` must be a valid topic name.
    * `publisher`'s own No Local subscriptions do not match [MQTT-3.8.3-3].
    */
-  match(topic: string, publisher?: S): Map<S, Qos> {
-    const result = new Map<S, Qos>();
+  match(topic: string, publisher?: S): ReadonlyMap<S, Qos> {
+    // Made at the first subscriber found: a topic nobody listens to gets the shared empty map.
+    let result: Map<S, Qos> | undefined;
     const levels = topic.split('/');
     // Wildcards in the first level do not match topics starting with '$' [MQTT-4.7.2-1].
     const dollarTopic = topic.startsWith('$');
@@ -147,17 +148,17 @@ export class SubscriptionIndex<S> {
       const { node, depth } = entry;
       const wildcardsAllowed = depth > 0 || !dollarTopic;
       // '#' matches the remaining levels, and also none: "sport/#" matches "sport".
-      if (node.hashChild !== undefined && wildcardsAllowed) collect(result, node.hashChild, publisher);
+      if (node.hashChild !== undefined && wildcardsAllowed) result = collect(result, node.hashChild, publisher);
       const level = levels[depth];
       if (level === undefined) {
-        collect(result, node, publisher);
+        result = collect(result, node, publisher);
         continue;
       }
       const literal = node.literalChildren.get(level);
       if (literal !== undefined) stack.push({ node: literal, depth: depth + 1 });
       if (node.plusChild !== undefined && wildcardsAllowed) stack.push({ node: node.plusChild, depth: depth + 1 });
     }
-    return result;
+    return result ?? noSubscribers;
   }
 
   /** Walks back up `path` (root first) and detaches the nodes left empty. */
@@ -174,10 +175,16 @@ export class SubscriptionIndex<S> {
   }
 }
 
-function collect<S>(result: Map<S, Qos>, node: TrieNode<S>, publisher: S | undefined): void {
+function collect<S>(found: Map<S, Qos> | undefined, node: TrieNode<S>, publisher: S | undefined): Map<S, Qos> | undefined {
+  if (node.subscribers.size === 0) return found;
+  const result = found ?? new Map<S, Qos>();
   for (const [subscriber, qos] of node.subscribers) {
     if (subscriber === publisher && node.noLocal?.has(subscriber) === true) continue;
     const previous = result.get(subscriber);
     if (previous === undefined || qos > previous) result.set(subscriber, qos);
   }
+  return result;
 }
+
+/** What match() returns when nothing matches; never written to (the type says so). */
+const noSubscribers: ReadonlyMap<never, Qos> = new Map<never, Qos>();

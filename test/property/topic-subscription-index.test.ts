@@ -69,7 +69,7 @@ class SubscriptionListModel {
   }
 }
 
-function sorted(map: Map<string, Qos>): Array<[string, Qos]> {
+function sorted(map: ReadonlyMap<string, Qos>): Array<[string, Qos]> {
   return [...map].sort(([left], [right]) => (left < right ? -1 : left > right ? 1 : 0));
 }
 

@@ -50,6 +50,18 @@ describe('readFixedHeader', () => {
 });
 
 describe('PacketFramer', () => {
+  it('yields a chunk that holds exactly one packet as that very chunk (a sequential client\'s every read: no view made)', () => {
+    const framer = new PacketFramer(1024);
+    const chunk = Buffer.from(pingreq);
+    framer.push(chunk);
+    const frame = framer.next();
+    expect(frame.kind === 'packet' && frame.bytes).toBe(chunk);
+    expect(framer.bufferedBytes).toBe(0);
+    expect(framer.next()).toEqual({ kind: 'need-more' });
+    framer.push(Buffer.from([0xe0, 0x00]));
+    expect(framer.next()).toEqual({ kind: 'packet', bytes: Buffer.from([0xe0, 0x00]) });
+  });
+
   it('yields several packets from one chunk as views, without copying', () => {
     const chunk = Buffer.concat([pingreq, pingreq, Buffer.from([0xe0])]);
     const framer = new PacketFramer(1024);

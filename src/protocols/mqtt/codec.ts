@@ -165,7 +165,11 @@ export function encodeConnack(returnCode: ConnackReturnCode, sessionPresent: boo
 
 function encodeWithPacketId(firstByte: number, packetId: number): Buffer {
   assert(Number.isInteger(packetId) && packetId >= 1 && packetId <= 0xffff, `packet id out of range: ${packetId}`);
-  return Buffer.from([firstByte, 0x02, packetId >> 8, packetId & 0xff]);
+  const bytes = Buffer.allocUnsafe(4);
+  bytes[0] = firstByte;
+  bytes[1] = 0x02;
+  bytes.writeUInt16BE(packetId, 2);
+  return bytes;
 }
 
 export const encodePuback = (packetId: number): Buffer => encodeWithPacketId(0x40, packetId);

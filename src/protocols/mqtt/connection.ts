@@ -1,7 +1,7 @@
 /**
  * One MQTT 3.1.1 or MQTT 5 connection: bytes in → framer → codec → one flat dispatch on
  * the packet type → one handler per packet (handlers/); packets out through
- * `write`, coalesced per tick.
+ * `write`, gathered per tick and handed to the socket as one write (outgoing-packets.ts).
  *
  * Life cycle:  awaiting-connect ──CONNECT──▶ connecting ──CONNACK 0──▶ connected ──▶ closed
  *                     └──────────────── any failure, from any state ─────────────────▶ closed
@@ -34,6 +34,7 @@ import { socketDescription, type ConnectionDescription, type DescribedTransport,
 import { PacketDecoder, peekConnectProtocol, type ClientPacket, type ProtocolVersion } from './codec.js';
 import { isNormalClose, MqttConnectRefusedError, MqttLogFailedError, MqttProtocolError, type CloseReason } from './errors.js';
 import { PacketFramer } from './framer.js';
+import { OutgoingPackets } from './outgoing-packets.js';
 import { checkConnectProtocol, handleConnect } from './handlers/connect.js';
 import { handleDisconnect } from './handlers/disconnect.js';
 import { handlePingreq } from './handlers/pingreq.js';
@@ -91,7 +92,10 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
   private readonly decoder = new PacketDecoder();
   private connectTimer: NodeJS.Timeout | undefined;
   private keepAliveTimer: NodeJS.Timeout | undefined;
-  private corked = false;
+  /** Packets written in this tick, handed to the socket at its end (or at the end of the read that wrote them). */
+  private readonly outgoing: OutgoingPackets;
+  /** Inside drainAndFlush: the drain's end flushes what the packets wrote. */
+  private draining = false;
   /** Acknowledgements waiting for their Durable; reading stops at inboundAcksPendingMax. */
   private acksPending = 0;
   private readingPaused = false;
@@ -128,6 +132,7 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
   ) {
     this.loggerValue = context.logger.child({ remote: `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}` });
     this.framer = new PacketFramer(context.limits.packetBytesMax);
+    this.outgoing = new OutgoingPackets(socket);
     socket.on('data', (chunk: Buffer) => this.receive(chunk));
     socket.on('error', (error: Error) => {
       this.logger.debug({ err: error.message }, 'MQTT socket error');
@@ -172,24 +177,22 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
     if (this.stateValue === 'closed') return;
     this.framer.push(chunk);
     if (this.yielding) return; // the rest of this read waits for our next turn
-    this.drainCorked();
+    this.drainAndFlush();
   }
 
   /**
-   * Drain with the socket corked, and uncork right after: the acknowledgements
-   * and deliveries of one read leave in one writev, in this same callback —
-   * no extra tick between a PUBLISH and its PUBACK.
+   * Drain, then hand what the packets wrote to the socket right away: the
+   * acknowledgements and deliveries of one read leave in one write, in this
+   * same callback — no extra tick between a PUBLISH and its PUBACK.
    */
-  private drainCorked(): void {
-    if (this.corked) return this.drain(); // a cork of this tick is open already; its uncork flushes
-    this.corked = true;
-    this.socket.cork();
+  private drainAndFlush(): void {
+    if (this.draining) return this.drain(); // an outer drain of this read flushes at its end
+    this.draining = true;
     try {
       this.drain();
     } finally {
-      this.corked = false;
-      this.socket.uncork();
-      markStage(Stage.ackWritten);
+      this.draining = false;
+      this.flush();
     }
   }
 
@@ -289,7 +292,7 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
     this.yielding = false;
     if (this.stateValue === 'closed') return;
     if (!this.readingPaused && this.stateValue === 'connected') this.socket.resume();
-    this.drainCorked();
+    this.drainAndFlush();
   };
 
   /** The one flat dispatch: packet type → handler. */
@@ -360,7 +363,7 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
     this.sessionValue.start();
     if (this.stateValue !== 'connected' || this.yielding) return;
     this.socket.resume();
-    this.drainCorked();
+    this.drainAndFlush();
   }
 
   describe(): ConnectionDescription {
@@ -421,21 +424,15 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
 
   // ─────────────────────────── outbound ───────────────────────────
 
-  /** Write a packet; writes in the same tick leave in one writev. A closed connection drops it. */
+  /** Write a packet; writes in the same tick leave in one socket write. A closed connection drops it. */
   write(bytes: Buffer): void {
     if (this.stateValue === 'closed' || this.socket.destroyed || this.socket.writableEnded) return;
-    if (!this.corked) {
-      this.corked = true;
-      this.socket.cork();
-      process.nextTick(this.uncork);
-    }
-    this.socket.write(bytes);
+    // The first packet of a tick outside a drain (a delivery, an ack whose Durable resolved) flushes at the tick's end.
+    if (this.outgoing.add(bytes) && !this.draining) process.nextTick(this.flush);
   }
 
-  private readonly uncork = (): void => {
-    this.corked = false;
-    this.socket.uncork();
-    markStage(Stage.ackWritten);
+  private readonly flush = (): void => {
+    if (this.outgoing.flush()) markStage(Stage.ackWritten);
   };
 
   /**
@@ -478,7 +475,7 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
     this.readingPaused = false;
     if (this.yielding) return; // endTurn resumes and drains
     this.socket.resume();
-    this.drainCorked();
+    this.drainAndFlush();
   }
 
   /**
@@ -488,7 +485,7 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
    */
   sendPublish(publish: MqttOutgoingPublish): boolean {
     if (this.stateValue !== 'connected') return false;
-    const congested = this.socket.writableLength > this.context.limits.writeBufferHighWaterBytes;
+    const congested = this.socket.writableLength + this.outgoing.bytes > this.context.limits.writeBufferHighWaterBytes;
     if (congested && publish.qos === 0) {
       if (this.droppedDeliveries === 0) {
         this.logger.warn({ writableBytes: this.socket.writableLength }, 'MQTT client is not keeping up: dropping QoS 0 deliveries');
@@ -609,6 +606,8 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
   private releaseSocket(reason: CloseReason, disconnectSent: boolean): void {
     const socket = this.socket;
     if (socket.destroyed) return;
+    // What this tick wrote (acks of the packets before a bad one, a refusing CONNACK, a DISCONNECT) goes first.
+    this.outgoing.flush();
     // A refusing CONNACK, a server DISCONNECT (or the last acks before the
     // client's DISCONNECT) must reach the client before the FIN; everything else goes at once.
     if (reason === 'connect-refused' || reason === 'client-disconnect' || disconnectSent) {
@@ -616,11 +615,6 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
       socket.once('finish', () => socket.destroy());
       setTimeout(() => socket.destroy(), closeLingerMs).unref();
     } else {
-      // Hand what this tick wrote (acks of the packets before the bad one) to
-      // the kernel first: destroying a corked socket fails each buffered write
-      // with an error object of its own, a cost a flood of bad clients would
-      // make the broker pay again and again.
-      while (socket.writableCorked > 0) socket.uncork();
       socket.destroy();
     }
   }

@@ -36,6 +36,8 @@ export type FixedHeader =
   | { readonly kind: 'malformed'; readonly reason: string };
 
 const needMore = { kind: 'need-more' } as const;
+/** What `head` is when every byte read was yielded: one buffer for every framer, never written to. */
+const noBytes = Buffer.alloc(0);
 
 /**
  * Pure: decodes the fixed header at `offset`, or says that more bytes are
@@ -58,7 +60,7 @@ export function readFixedHeader(buffer: Uint8Array, offset: number): FixedHeader
 
 export class PacketFramer {
   /** Bytes not yet yielded; a complete packet inside it is yielded as a view. */
-  private head: Buffer = Buffer.alloc(0);
+  private head: Buffer = noBytes;
   /** While a packet larger than `head` is being collected: its parts and its total size. */
   private parts: Buffer[] = [];
   private partsBytes = 0;
@@ -109,7 +111,13 @@ export class PacketFramer {
       this.failed = true;
       return { kind: 'too-large', packetBytes };
     }
-    if (this.head.length >= packetBytes) {
+    if (this.head.length === packetBytes) {
+      // The read held exactly this packet (a sequential client's every read): yielded as it is, no views made.
+      const bytes = this.head;
+      this.head = noBytes;
+      return { kind: 'packet', bytes };
+    }
+    if (this.head.length > packetBytes) {
       const bytes = this.head.subarray(0, packetBytes);
       this.head = this.head.subarray(packetBytes);
       return { kind: 'packet', bytes };
@@ -118,7 +126,7 @@ export class PacketFramer {
     this.packetBytes = packetBytes;
     this.parts = [this.head];
     this.partsBytes = this.head.length;
-    this.head = Buffer.alloc(0);
+    this.head = noBytes;
     return needMore;
   }
 
