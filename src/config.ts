@@ -13,7 +13,7 @@ import { edgeConfigOf, edgeFlags, type EdgeConfig } from './edge-config.js';
 import { logFormats, logLevels, type LogFormat, type LogLevel } from './log-levels.js';
 import { LogError } from './log/errors.js';
 import { parseJetStreamAddress, type JetStreamAddress } from './log/jetstream/jetstream-address.js';
-import { leaseTtlMsMin } from './log/jetstream/writer-lease.js';
+import { leaseTtlMsMin } from './log/jetstream/lease-limits.js';
 import { parseDuration } from './command-line/units.js';
 
 export { parseDuration, parseSize } from './command-line/units.js';

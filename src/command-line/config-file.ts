@@ -20,8 +20,17 @@
  * file, the line and the key.
  */
 import { readFileSync } from 'node:fs';
-import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
+import { createRequire } from 'node:module';
+import type * as Yaml from 'yaml';
+import type { LineCounter, Node as YamlNode } from 'yaml';
 import { UsageError, type FileValue } from './flags.js';
+
+let loadedYaml: typeof Yaml | undefined;
+/** The yaml package, loaded by the first config file read (synchronously, through require): a start without --config never pays for it. */
+function yaml(): typeof Yaml {
+  loadedYaml ??= createRequire(import.meta.url)('yaml') as typeof Yaml;
+  return loadedYaml;
+}
 
 export function readConfigFile(file: string, keys: readonly string[]): Map<string, FileValue> {
   let text: string;
@@ -35,6 +44,7 @@ export function readConfigFile(file: string, keys: readonly string[]): Map<strin
 }
 
 export function parseConfigText(file: string, text: string, keys: readonly string[]): Map<string, FileValue> {
+  const { isMap, isScalar, LineCounter, parseDocument } = yaml();
   const lines = new LineCounter();
   const document = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
   const syntaxError = document.errors[0];
@@ -58,6 +68,7 @@ export function parseConfigText(file: string, text: string, keys: readonly strin
 }
 
 function valueText(file: string, line: number, key: string, node: YamlNode | null): string {
+  const { isScalar, isSeq } = yaml();
   if (isScalar(node) && node.value !== null && typeof node.value !== 'object') return String(node.value);
   if (isSeq(node) && node.items.every((item) => isScalar(item) && item.value !== null && typeof item.value !== 'object')) {
     return node.items.map((item) => String((item as { value: unknown }).value)).join(',');

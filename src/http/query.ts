@@ -29,10 +29,11 @@
  * only when a document is tested); `checkFilter` refuses them first, so a
  * malformed query is always a QueryError whose message says what and where.
  */
-import { Context } from 'mingo/core';
-import * as projectionOperators from 'mingo/operators/projection';
-import * as queryOperators from 'mingo/operators/query';
-import { Query as MingoQuery } from 'mingo/query';
+import { createRequire } from 'node:module';
+import type * as MingoCore from 'mingo/core';
+import type * as MingoProjectionOperators from 'mingo/operators/projection';
+import type * as MingoQueryOperators from 'mingo/operators/query';
+import type * as MingoQueryModule from 'mingo/query';
 import type { Projection } from 'mingo/types';
 import type { JsonDocument } from '../core/collection-documents.js';
 
@@ -72,8 +73,26 @@ function operatorsOf(module: Readonly<Record<string, unknown>>): Record<`$${stri
   return Object.fromEntries(Object.entries(module).filter(([name]) => name.startsWith('$') && !leftOutOperators.has(name))) as Record<`$${string}`, never>;
 }
 
-const context = Context.init({ query: operatorsOf(queryOperators), projection: operatorsOf(projectionOperators) });
-const mingoOptions = { context, scriptEnabled: false, idKey: '_id' } as const;
+interface Mingo {
+  readonly MingoQuery: typeof MingoQueryModule.Query;
+  readonly options: ConstructorParameters<typeof MingoQueryModule.Query>[1];
+}
+let loadedMingo: Mingo | undefined;
+
+/**
+ * mingo, loaded by the first query rather than at start-up: its modules cost every broker start ~0.2 s of
+ * CPU, and most brokers never run a query. Its CommonJS build, through require, loads synchronously.
+ */
+function mingo(): Mingo {
+  if (loadedMingo !== undefined) return loadedMingo;
+  const require = createRequire(import.meta.url);
+  const { Context } = require('mingo/core') as typeof MingoCore;
+  const queryOperators = require('mingo/operators/query') as typeof MingoQueryOperators;
+  const projectionOperators = require('mingo/operators/projection') as typeof MingoProjectionOperators;
+  const context = Context.init({ query: operatorsOf(queryOperators), projection: operatorsOf(projectionOperators) });
+  loadedMingo = { MingoQuery: (require('mingo/query') as typeof MingoQueryModule).Query, options: { context, scriptEnabled: false, idKey: '_id' } };
+  return loadedMingo;
+}
 
 /** Parse and check a whole query; throws QueryError. */
 export function parseQuery(input: QueryInput): Query {
@@ -99,7 +118,8 @@ export function runQuery(query: Query, documents: Iterable<JsonDocument>): JsonD
 export function finishQuery(query: Query, matching: JsonDocument[]): JsonDocument[] {
   return libraryCall('the query', () => {
     const projection: Projection<JsonDocument> | undefined = query.projection;
-    let cursor = new MingoQuery<JsonDocument>({}, mingoOptions).find<JsonDocument>(matching, projection);
+    const { MingoQuery, options } = mingo();
+    let cursor = new MingoQuery<JsonDocument>({}, options).find<JsonDocument>(matching, projection);
     if (query.sort !== undefined) cursor = cursor.sort(query.sort);
     if (query.skip > 0) cursor = cursor.skip(query.skip);
     if (query.limit !== undefined) cursor = cursor.limit(query.limit);
@@ -109,7 +129,8 @@ export function finishQuery(query: Query, matching: JsonDocument[]): JsonDocumen
 
 /** `documents` in `sort` order (MongoDB's order across types); stable: equal keys keep their input order. */
 export function sortDocuments(sort: Readonly<Record<string, 1 | -1>>, documents: JsonDocument[]): JsonDocument[] {
-  return libraryCall('the sort', () => new MingoQuery<JsonDocument>({}, mingoOptions).find<JsonDocument>(documents).sort(sort).all());
+  const { MingoQuery, options } = mingo();
+  return libraryCall('the sort', () => new MingoQuery<JsonDocument>({}, options).find<JsonDocument>(documents).sort(sort).all());
 }
 
 /** How many documents the filter matches. */
@@ -122,7 +143,8 @@ export function countMatching(query: Query, documents: Iterable<JsonDocument>): 
 /** Turn a filter object into a predicate; throws QueryError when it is malformed. */
 export function compileFilter(filter: unknown): Predicate {
   checkFilter(filter, 'the filter');
-  const query = libraryCall('the filter', () => new MingoQuery(filter as Record<string, unknown>, mingoOptions));
+  const { MingoQuery, options } = mingo();
+  const query = libraryCall('the filter', () => new MingoQuery(filter as Record<string, unknown>, options));
   return (document) => libraryCall('the filter', () => query.test(document));
 }
 
@@ -139,7 +161,8 @@ function parseProjection(projection: unknown): Record<string, unknown> {
   if (!isPlainObject(projection)) throw new QueryError(`projection must be a JSON object like {"field": 1} or {"field": 0}, got ${describe(projection)}`);
   for (const field of Object.keys(projection)) checkPath(field);
   // mingo checks a projection (inclusion mixed with exclusion, unknown operators) when it first applies it.
-  libraryCall('the projection', () => new MingoQuery({}, mingoOptions).find([{}], projection).all());
+  const { MingoQuery, options } = mingo();
+  libraryCall('the projection', () => new MingoQuery({}, options).find([{}], projection).all());
   return projection;
 }
 

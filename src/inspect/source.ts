@@ -7,7 +7,6 @@
 import * as fs from 'node:fs';
 import { LogError, openLogReader, type LogReader } from '../log/index.js';
 import { parseJetStreamAddress } from '../log/jetstream/jetstream-address.js';
-import { openJetStreamLogReader } from '../log/jetstream/stream-log-reader.js';
 import { UsageError } from './args.js';
 
 export interface LogSource {
@@ -30,6 +29,9 @@ export async function openSource(location: string): Promise<LogSource> {
 
 async function openJetStreamSource(location: string): Promise<LogReader> {
   try {
+    // The NATS client loads only for a JetStream log: the broker imports this module (for the HTTP trace) and
+    // would otherwise load it at every start.
+    const { openJetStreamLogReader } = await import('../log/jetstream/stream-log-reader.js');
     return await openJetStreamLogReader(parseJetStreamAddress(location), { credsFile: process.env['CAIRN_NATS_CREDS'] });
   } catch (error) {
     if (error instanceof LogError) throw new UsageError(`cannot read the log at ${location}: ${error.message}`);

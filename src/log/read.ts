@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { cursorBad, cursorEnd, SegmentCursor } from './cursor.js';
 import { CorruptRecordError, isErrnoCode, LogError } from './errors.js';
 import type { LogFileSystem } from './file-system.js';
+import type { FrameOffsets } from './frame-offsets.js';
 import { decodeFrameBody, type LogRecord, type Lsn } from './record.js';
 import { segmentHeaderBytes } from './segment.js';
 
@@ -29,6 +30,8 @@ export interface ReadableSegment {
   readonly bytes: number;
   /** Lets a read by time skip a segment without scanning it, when known. */
   readonly maxTimestamp: number | undefined;
+  /** Where each frame starts, when known (frame-offsets.ts): a read from an LSN inside the segment starts there. */
+  readonly offsets?: FrameOffsets | undefined;
 }
 
 export function checkReadFrom(from: ReadFrom): void {
@@ -126,10 +129,24 @@ class RecordIterator implements IterableIterator<LogRecord> {
       if (!this.timeReached && segment.maxTimestamp !== undefined && segment.maxTimestamp < this.time) continue;
       this.fd = openSegment(this.fileSystem, this.dir, segment.file);
       this.segment = segment;
-      this.cursor = new SegmentCursor(this.fileSystem, this.fd, segmentHeaderBytes, segment.bytes, segment.firstLsn);
+      const start = this.startInside(segment);
+      this.cursor = new SegmentCursor(this.fileSystem, this.fd, start.offset, segment.bytes, start.lsn);
       return this.cursor;
     }
     return undefined;
+  }
+
+  /**
+   * Where the cursor starts in `segment`: at the frame of the start LSN when the segment's offsets know it (a
+   * replay from a snapshot then reads only the records after it, not the tens of thousands before it in the
+   * same segment, each of them read and verified only to be skipped), else at the first frame. Records before
+   * the start LSN are skipped whatever the time, so a read by time may start there too.
+   */
+  private startInside(segment: ReadableSegment): { offset: number; lsn: Lsn } {
+    const index = this.startLsn - segment.firstLsn;
+    const offsets = segment.offsets;
+    if (index <= 0 || offsets === undefined || index >= offsets.count) return { offset: segmentHeaderBytes, lsn: segment.firstLsn };
+    return { offset: offsets.offsetOf(index), lsn: this.startLsn };
   }
 
   /** At a segment's end: every record up to its last LSN must have been there. */

@@ -53,27 +53,33 @@ export interface EntryColumns {
 }
 
 export class EntryQueue<M = never> {
-  /** A queue holding these entries (ascending, distinct seqs; the arrays are taken, not copied): no insert per entry. */
-  static fromColumns<M>(columns: EntryColumns, held?: ReadonlyMap<number, M>): EntryQueue<M> {
+  /**
+   * A queue holding the first `count` entries of these columns (ascending, distinct seqs; the arrays are taken,
+   * not copied): no insert per entry. Slots past `count` are room to grow into, so the first insert after a
+   * restart does not copy every column.
+   */
+  static fromColumns<M>(columns: EntryColumns, held?: ReadonlyMap<number, M>, count = columns.seqs.length): EntryQueue<M> {
     const { seqs, lsns, sizes, deliveries, flags } = columns;
-    assert([lsns.length, sizes.length, deliveries.length, flags.length].every((n) => n === seqs.length), 'entry columns differ in length');
-    for (let i = 1; i < seqs.length; i++) assert(seqs[i - 1]! < seqs[i]!, 'entry columns are not in ascending seq order');
+    assert([seqs.length, lsns.length, sizes.length, deliveries.length, flags.length].every((n) => n === seqs.length && n >= count), 'entry columns differ in length');
+    for (let i = 1; i < count; i++) assert(seqs[i - 1]! < seqs[i]!, 'entry columns are not in ascending seq order');
     const queue = new EntryQueue<M>();
-    if (seqs.length === 0) return queue;
+    if (count === 0) return queue;
     queue.seqs = seqs;
     queue.lsns = lsns;
     queue.sizes = sizes;
     queue.deliveryCounts = deliveries;
     queue.flagBits = flags;
-    for (let i = 0; i < flags.length; i++) flags[i]! &= ~EntryFlag.removed;
-    queue.end = seqs.length;
-    queue.live = seqs.length;
     let bytes = 0;
-    for (let i = 0; i < sizes.length; i++) bytes += sizes[i]!;
+    for (let i = 0; i < count; i++) {
+      flags[i]! &= ~EntryFlag.removed;
+      bytes += sizes[i]!;
+    }
+    queue.end = count;
+    queue.live = count;
     queue.liveBytes = bytes;
     if (held !== undefined && held.size > 0) queue.heldMessages = new Map(held);
     // Which entries were moved is not in the columns: the order can be trusted only if the LSNs ascend as they are.
-    for (let i = 1; i < lsns.length && queue.lsnsAscend; i++) queue.lsnsAscend = lsns[i - 1]! < lsns[i]!;
+    for (let i = 1; i < count && queue.lsnsAscend; i++) queue.lsnsAscend = lsns[i - 1]! < lsns[i]!;
     return queue;
   }
 

@@ -114,17 +114,28 @@ function encodeEntries(destination: DestinationState, columns: 'copies' | 'views
 
 function decodeEntries(encoded: EncodedEntries): EntryQueue<StoredMessage> {
   const [seqBytes, lsnBytes, sizeBytes, deliveryBytes, flagBytes, held] = encoded;
-  const columns = {
-    seqs: new Float64Array(aligned(seqBytes).buffer),
-    lsns: new Float64Array(aligned(lsnBytes).buffer),
-    sizes: new Uint32Array(aligned(sizeBytes).buffer),
-    deliveries: new Uint32Array(aligned(deliveryBytes).buffer),
-    flags: aligned(flagBytes),
-  };
-  if (![columns.lsns.length, columns.sizes.length, columns.deliveries.length, columns.flags.length].every((n) => n === columns.seqs.length)) {
+  const count = seqBytes.byteLength / Float64Array.BYTES_PER_ELEMENT;
+  const expected = [count * Float64Array.BYTES_PER_ELEMENT, count * Uint32Array.BYTES_PER_ELEMENT, count * Uint32Array.BYTES_PER_ELEMENT, count];
+  if (!Number.isInteger(count) || ![lsnBytes, sizeBytes, deliveryBytes, flagBytes].every((bytes, i) => bytes.byteLength === expected[i])) {
     throw new Error('snapshot is inconsistent: entry columns differ in length');
   }
-  return EntryQueue.fromColumns(columns, new Map(held));
+  // One copy each, into arrays with room for the queue to grow (the copy also aligns them: decoded binaries are
+  // views at any offset). Untouched room costs no memory until used.
+  const capacity = count + (count >> 1) + 8;
+  const columns = {
+    seqs: copyInto(new Float64Array(capacity), seqBytes),
+    lsns: copyInto(new Float64Array(capacity), lsnBytes),
+    sizes: copyInto(new Uint32Array(capacity), sizeBytes),
+    deliveries: copyInto(new Uint32Array(capacity), deliveryBytes),
+    flags: copyInto(new Uint8Array(capacity), flagBytes),
+  };
+  return EntryQueue.fromColumns(columns, new Map(held), count);
+}
+
+/** `bytes` copied to the start of `target`'s buffer. */
+function copyInto<T extends Float64Array | Uint32Array | Uint8Array>(target: T, bytes: Uint8Array): T {
+  new Uint8Array(target.buffer, target.byteOffset, bytes.byteLength).set(bytes);
+  return target;
 }
 
 /** Version 1 pending rows: [seq, lsn, qos, deliveries], their messages inline: held. */
@@ -181,16 +192,6 @@ function normalizedMessage(message: StoredMessage): StoredMessage {
 
 function bytesOf(array: Float64Array | Uint32Array | Uint8Array): Uint8Array {
   return new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
-}
-
-/**
- * A copy in a buffer of its own: decoded binaries are views at any offset (typed arrays need
- * alignment), and may be Buffers, whose slice() is a view, not a copy.
- */
-function aligned(bytes: Uint8Array): Uint8Array {
-  const copy = new Uint8Array(bytes.byteLength);
-  copy.set(bytes);
-  return copy;
 }
 
 /** Buffers and Uint8Arrays compare and encode alike once normalized. */

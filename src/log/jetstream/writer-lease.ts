@@ -19,11 +19,10 @@ import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { assert } from '../../assert.js';
 import { silentLogger, type Logger } from '../../logger.js';
+import { leaseTtlMsDefault, leaseTtlMsMin } from './lease-limits.js';
 
 const leaseKey = 'writer';
-export const leaseTtlMsDefault = 5_000;
-/** JetStream's max age has a floor; below a second, clock and timer jitter would eat the lease. */
-export const leaseTtlMsMin = 1_000;
+export { leaseTtlMsDefault, leaseTtlMsMin } from './lease-limits.js';
 
 export interface WriterLeaseOptions {
   readonly connection: NatsConnection;
