@@ -10,7 +10,9 @@
  * socket read chunk, see unpinned-bytes.ts).
  * Reads from the log are not cached: a consumer draining an old backlog reads
  * each message once, and caching it would only push out the recent messages
- * that live consumers are about to need.
+ * that live consumers are about to need. Only the last few reads are kept
+ * (a handful of slots, by LSN): a queue's head is often read twice, once to
+ * arm its expiry timer and once when a consumer takes it.
  */
 import { storedMessageOf } from '../projections/apply.js';
 import { RecordKind, type BrokerRecord, type MsgBody } from '../projections/records.js';
@@ -32,6 +34,9 @@ const windowGapSlotsMax = 65_536;
 /** Per cached message, beyond its payload and properties: the object, its strings and the map slot. */
 const cachedMessageOverheadBytes = 160;
 
+/** Messages read from the log that are kept for a second read: a few per queue being drained at once. */
+const recentReadsMax = 16;
+
 export class MessageStore {
   /**
    * The cache: a window over the LSNs from `firstLsn` on, slot i holding the message of LSN
@@ -43,6 +48,9 @@ export class MessageStore {
   private head = 0;
   private firstLsn = 0;
   private recentBytes = 0;
+  /** The last messages read from the log, in a ring (a record at an LSN never changes, so they never go stale). */
+  private readonly recentReads: Array<StoredMessage | undefined> = new Array<StoredMessage | undefined>(recentReadsMax).fill(undefined);
+  private recentReadNext = 0;
 
   constructor(
     private readonly log: { readRecord(lsn: number): BrokerRecord; readonly nextLsn: number },
@@ -103,6 +111,10 @@ export class MessageStore {
       const cached = this.slots[index];
       if (cached !== undefined) return cached;
     }
+    for (let i = 0; i < recentReadsMax; i++) {
+      const recent = this.recentReads[i];
+      if (recent !== undefined && recent.lsn === lsn) return recent;
+    }
     let record: BrokerRecord;
     try {
       record = this.log.readRecord(lsn);
@@ -110,7 +122,10 @@ export class MessageStore {
       throw new MessageReadError(lsn, error);
     }
     if (record.kind !== RecordKind.msg) throw new MessageReadError(lsn, new Error(`the record at LSN ${lsn} is not a message (kind ${record.kind})`));
-    return storedMessageOf(record.body as MsgBody, record.lsn, record.timestamp);
+    const message = storedMessageOf(record.body as MsgBody, record.lsn, record.timestamp);
+    this.recentReads[this.recentReadNext] = message;
+    this.recentReadNext = (this.recentReadNext + 1) % recentReadsMax;
+    return message;
   }
 
   /** read(), a failed read returned rather than thrown: its consumer's connection goes, the message stays queued. */

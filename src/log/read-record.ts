@@ -4,6 +4,10 @@
  * length, one positioned read fetches exactly that frame, its checksum, length
  * and LSN are verified, and its body is decoded as `read` decodes it.
  *
+ * Frames are fetched through read-ahead windows (read-windows.ts): a backlog
+ * drained in log order takes one positioned read per window of frames, not
+ * one per message.
+ *
  * A segment read before it had an index (the history before the newest
  * snapshot) is indexed on the spot, once. The descriptors of the last few
  * segments read stay open, so a read costs one pread, not an open and a close
@@ -19,6 +23,7 @@ import { assert } from '../assert.js';
 import { CorruptRecordError, RecordReadError } from './errors.js';
 import type { LogFileSystem } from './file-system.js';
 import { indexSegmentFrames, readUpTo, type FrameOffsets } from './frame-offsets.js';
+import { ReadWindows } from './read-windows.js';
 import { decodeFrame, frameProblem, type LogRecord, type Lsn } from './record.js';
 import { segmentHeaderBytes, type SegmentState } from './segment.js';
 
@@ -42,11 +47,14 @@ export class RecordFetcher {
   private lastFile: string | undefined = undefined;
   private lastFd = -1;
   private scratch: FrameBuffer = frameBufferOf(Buffer.allocUnsafe(scratchBytesInitial));
+  private readonly windows: ReadWindows;
 
   constructor(
     private readonly fileSystem: LogFileSystem,
     private readonly dir: string,
-  ) {}
+  ) {
+    this.windows = new ReadWindows(fileSystem);
+  }
 
   /** The record at `lsn`, which the caller located in `segment` (firstLsn <= lsn <= lastLsn, written). */
   read(segment: SegmentState, lsn: Lsn): LogRecord {
@@ -56,21 +64,28 @@ export class RecordFetcher {
     if (index >= offsets.count) throw unlocatable(segment, offsets, lsn);
     const offset = offsets.offsetOf(index);
     const length = offsets.lengthOf(index);
-    const frame = length <= this.scratch.buffer.length ? this.scratch : this.bufferFor(length);
-    let read: number;
+    const { frame, at, read } = this.fetch(segment, fd, lsn, offset, length, offsets.end);
+    if (read < length) throw new CorruptRecordError(segment.file, lsn, offset, `the file ends ${length - read} bytes into the frame`);
+    const problem = frameProblem(frame.buffer, frame.view, at, length, lsn);
+    if (problem !== undefined) throw new CorruptRecordError(segment.file, lsn, offset, problem);
+    return decodeFrame(frame.bytes, frame.view, at, length);
+  }
+
+  /** The frame's bytes: in a read-ahead window, or (a frame larger than a window) read on its own. `read`: how many of them the file had. */
+  private fetch(segment: SegmentState, fd: number, lsn: Lsn, offset: number, length: number, end: number): { frame: FrameBuffer; at: number; read: number } {
     try {
-      read = readUpTo(this.fileSystem, fd, frame.buffer, length, offset);
+      const window = this.windows.holding(segment.file, fd, offset, length, end);
+      if (window !== undefined) return { frame: window, at: offset - window.start, read: Math.min(length, window.start + window.filled - offset) };
+      const frame = length <= this.scratch.buffer.length ? this.scratch : this.bufferFor(length);
+      return { frame, at: 0, read: readUpTo(this.fileSystem, fd, frame.buffer, length, offset) };
     } catch (error) {
       throw new RecordReadError(segment.file, lsn, error);
     }
-    if (read < length) throw new CorruptRecordError(segment.file, lsn, offset, `the file ends ${length - read} bytes into the frame`);
-    const problem = frameProblem(frame.buffer, frame.view, 0, length, lsn);
-    if (problem !== undefined) throw new CorruptRecordError(segment.file, lsn, offset, problem);
-    return decodeFrame(frame.bytes, frame.view, 0, length);
   }
 
   /** Closes the segment's read descriptor, if open: retention is about to remove it. */
   forget(file: string): void {
+    this.windows.forget(file);
     const fd = this.descriptors.get(file);
     if (fd === undefined) return;
     this.descriptors.delete(file);

@@ -8,9 +8,9 @@
  */
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { countingFileSystem } from '../../test/support/counting-file-system.js';
 import { seededRandom, tempDirectory, testSeed, announceSeed } from '../../test/support/kit.js';
 import { checksum64, checksum64Parts } from './checksum.js';
-import { nodeFileSystem, type LogFileSystem } from './file-system.js';
 import { SegmentedLog, type AppendRecord } from './index.js';
 
 const root = tempDirectory('cairn-start-up-reads-');
@@ -19,25 +19,6 @@ let dirCounter = 0;
 const freshDir = (): string => join(root.path, String(dirCounter++));
 
 const recordNumbered = (n: number): AppendRecord => ({ kind: 2, timestamp: n, body: { n, payload: new Uint8Array(200).fill(n & 0xff) } });
-
-/** The real file system, counting snapshot file reads and the bytes read by positioned reads. */
-function countingFileSystem(): LogFileSystem & { snapshotReads: number; bytesRead: number } {
-  const counting = {
-    ...nodeFileSystem,
-    snapshotReads: 0,
-    bytesRead: 0,
-    readFileSync: (path: string) => {
-      if (path.endsWith('.snap')) counting.snapshotReads += 1;
-      return nodeFileSystem.readFileSync(path);
-    },
-    readSync: (fd: number, buffer: Buffer, offset: number, length: number, position: number) => {
-      const read = nodeFileSystem.readSync(fd, buffer, offset, length, position);
-      counting.bytesRead += read;
-      return read;
-    },
-  };
-  return counting;
-}
 
 /** A closed log of `count` records in one segment, with a snapshot at `snapshotLsn`. */
 async function closedLog(count: number, snapshotLsn: number): Promise<string> {

@@ -81,4 +81,21 @@ describe('MessageStore', () => {
     store.remember(own);
     expect(store.read(2)).toBe(own);
   });
+
+  it('keeps the last few messages read from the log: a queue head read to arm its expiry timer and then taken is read once', () => {
+    const log = new FakeLog();
+    const store = new MessageStore(log, 0);
+    for (let lsn = 1; lsn <= 40; lsn++) log.append(messageAt(lsn));
+    expect(store.read(5).topic).toBe('t5');
+    expect(store.read(5).topic).toBe('t5');
+    expect(log.reads).toBe(1);
+    // Four queues' heads, each read twice in turn (peek, then take), cost one read each.
+    for (const lsn of [10, 11, 12, 13, 10, 11, 12, 13]) expect(store.read(lsn).topic).toBe(`t${lsn}`);
+    expect(log.reads).toBe(5);
+    // Bounded: after many other reads, LSN 5 comes from the log again.
+    for (let lsn = 14; lsn <= 40; lsn++) store.read(lsn);
+    const before = log.reads;
+    expect(store.read(5).topic).toBe('t5');
+    expect(log.reads).toBe(before + 1);
+  });
 });
