@@ -12,7 +12,7 @@ import { hostname } from 'node:os';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { AssertionError } from './assert.js';
 import type { Broker } from './core/broker.js';
-import { queueTotals } from './core/queue-totals.js';
+import { queueTotals, type QueueTotals } from './core/queue-totals.js';
 import { logPositionOf } from './http/log-position.js';
 import { describeLogPin, type LogPinReport } from './log-pin-report.js';
 import { oldestLiveMessage } from './projections/pins.js';
@@ -34,11 +34,12 @@ export interface ConnectionSource {
 }
 
 export function registerBrokerGauges(registries: MetricsRegistries, broker: Broker, connections: ConnectionSource): void {
+  const totals = oncePerRun(() => queueTotals(broker));
   registerLogGauges([registries.shared], broker);
   registerPinGauges([registries.shared], broker);
   registerSessionGauges([registries.shared], broker);
-  registerConnectionGauges([registries.shared], broker, connections);
-  registerQueueGauges(registries, broker);
+  registerConnectionGauges([registries.shared], broker, connections, totals);
+  registerQueueGauges(registries, totals);
   new Gauge({
     name: metricNames.collectionDocuments, help: 'Documents in each ingest collection', labelNames: ['collection'] as const, registers: [registries.shared],
     collect() {
@@ -46,6 +47,21 @@ export function registerBrokerGauges(registries: MetricsRegistries, broker: Brok
       for (const collection of broker.state.collections.values()) this.set({ collection: collection.name }, collection.documents.size);
     },
   });
+}
+
+/**
+ * `compute` at most once per synchronous run of the caller: prom-client calls every gauge's collect() in one go
+ * before its first await, so the six gauges that read the queue totals (O(queues)) share one pass per scrape.
+ */
+function oncePerRun<T>(compute: () => T): () => T {
+  let value: { readonly of: T } | undefined;
+  return () => {
+    if (value === undefined) {
+      value = { of: compute() };
+      queueMicrotask(() => { value = undefined; });
+    }
+    return value.of;
+  };
 }
 
 function registerLogGauges(registers: Registry[], broker: Broker): void {
@@ -181,7 +197,7 @@ function registerSessionGauges(registers: Registry[], broker: Broker): void {
   });
 }
 
-function registerConnectionGauges(registers: Registry[], broker: Broker, source: ConnectionSource): void {
+function registerConnectionGauges(registers: Registry[], broker: Broker, source: ConnectionSource, totals: () => QueueTotals): void {
   /** One description of the connections per scrape, shared by the gauges below. */
   let described: { at: number; channels: number; channelConsumers: number; channelUnacked: number; connections: number } | undefined;
   const connectionFigures = (): NonNullable<typeof described> => {
@@ -207,16 +223,16 @@ function registerConnectionGauges(registers: Registry[], broker: Broker, source:
   gauge(metricNames.channels, 'Channels currently open', () => connectionFigures().channels);
   gauge(metricNames.channelConsumers, 'Consumers on channels, summed over channels', () => connectionFigures().channelConsumers);
   gauge(metricNames.channelMessagesUnacked, 'Delivered but not yet acknowledged messages, summed over channels', () => connectionFigures().channelUnacked);
-  gauge(metricNames.consumers, 'Consumers currently connected', () => queueTotals(broker).consumers);
+  gauge(metricNames.consumers, 'Consumers currently connected', () => totals().consumers);
   gauge(metricNames.queues, 'Queues available', () => broker.queues.size);
   new Gauge({
     name: metricNames.globalConsumers, help: 'Current number of consumers', labelNames: ['protocol'] as const, registers,
-    collect() { this.set({ protocol: 'amqp091' }, queueTotals(broker).consumers); },
+    collect() { this.set({ protocol: 'amqp091' }, totals().consumers); },
   });
 }
 
-function registerQueueGauges(registries: MetricsRegistries, broker: Broker): void {
+function registerQueueGauges(registries: MetricsRegistries, totals: () => QueueTotals): void {
   for (const [name, help, field] of queueFamilies) {
-    new Gauge({ name, help, registers: [registries.aggregated], collect() { this.set(queueTotals(broker)[field]); } });
+    new Gauge({ name, help, registers: [registries.aggregated], collect() { this.set(totals()[field]); } });
   }
 }

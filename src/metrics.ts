@@ -8,7 +8,7 @@
  * ...), so its Grafana dashboards work; what only Cairn has is cairn_* (the
  * log's position, fsync latency, group-commit batch sizes, snapshots, replay,
  * MQTT sessions, collections, drops at a bound). prom-client's default
- * process_* and nodejs_* metrics come along.
+ * process_* and nodejs_* metrics come along (read at most once a second).
  *
  * Two expositions, as RabbitMQ serves them:
  * - /metrics: object metrics aggregated (rabbitmq_queue_messages_ready is one
@@ -32,7 +32,8 @@ import { assert } from './assert.js';
 import type { Broker } from './core/broker.js';
 import { metricNames } from './metric-names.js';
 import { registerBrokerGauges } from './metrics-gauges.js';
-import { perQueueExposition } from './metrics-per-queue.js';
+import { AnswerBytes } from './http/answer-bytes.js';
+import { writePerQueueExposition } from './metrics-per-queue.js';
 import type { ManagedConnection } from './protocols/connection-description.js';
 import { version } from './version.js';
 
@@ -61,8 +62,18 @@ function copyProtocolTotals(counter: CounterType<'protocol'>, totals: Readonly<R
   for (const protocol of metricsProtocols) counter.inc({ protocol: rabbitProtocolLabels[protocol] }, totals[protocol]);
 }
 
+/**
+ * prom-client's process and Node.js metrics are read at most this often: both expositions show them, a scrape round
+ * asks for both at once, and reading them (memory, CPU, open descriptors, event-loop delay percentiles) is the
+ * costly part of /metrics. A Prometheus scrapes every 15 s or so; a second's age is below what it can see.
+ */
+export const processMetricsReuseMs = 1_000;
+
 export class Metrics {
-  /** Families both expositions show: events, Cairn's gauges, process and Node.js metrics. */
+  /** prom-client's default process_* and nodejs_* metrics (both expositions, read through processMetricsText). */
+  private readonly process = new Registry();
+  private processText: { readonly at: number; readonly text: Promise<string> } | undefined = undefined;
+  /** Families both expositions show: events and Cairn's gauges. */
   private readonly shared = new Registry();
   /** Object metrics summed over objects (/metrics). */
   private readonly aggregatedObjects = new Registry();
@@ -83,10 +94,10 @@ export class Metrics {
 
   constructor() {
     const registers = [this.shared];
-    collectDefaultMetrics({ register: this.shared });
+    collectDefaultMetrics({ register: this.process });
     // prom-client names three gauges *_total, which promtool rejects (only counters end in _total);
     // each is the sum of the by-type gauge beside it (nodejs_active_handles{type}), so nothing is lost.
-    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) this.shared.removeSingleMetric(name);
+    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) this.process.removeSingleMetric(name);
     new Gauge({ name: metricNames.buildInfo, help: 'Cairn build information (always 1)', labelNames: ['version', 'node_version'] as const, registers }).set({ version, node_version: process.version }, 1);
     const inTotals = this.inTotals;
     const outTotals = this.outTotals;
@@ -191,13 +202,28 @@ export class Metrics {
   /** The /metrics exposition (object metrics aggregated). */
   async text(): Promise<string> {
     this.aggregatedView ??= Registry.merge([this.shared, this.aggregatedObjects]);
-    return this.aggregatedView.metrics();
+    const [processText, rest] = await Promise.all([this.processMetricsText(), this.aggregatedView.metrics()]);
+    return `${processText}${rest}`;
   }
 
-  /** The /metrics/per-object exposition (one series per queue; an empty one before collectFrom). */
+  /** The /metrics/per-object exposition (one series per queue; none before collectFrom), written into `out`. */
+  async writePerObject(out: AnswerBytes): Promise<void> {
+    const [processText, shared] = await Promise.all([this.processMetricsText(), this.shared.metrics()]);
+    out.utf8(processText).utf8(shared);
+    if (this.collecting !== undefined) writePerQueueExposition(this.collecting, out);
+  }
+
+  /** The same as text (tests). */
   async perObjectText(): Promise<string> {
-    const shared = await this.shared.metrics();
-    return this.collecting === undefined ? shared : `${shared}${perQueueExposition(this.collecting)}`;
+    const out = new AnswerBytes(Buffer.alloc(1024));
+    await this.writePerObject(out);
+    return out.view().toString('utf8');
+  }
+
+  private processMetricsText(): Promise<string> {
+    const now = performance.now();
+    if (this.processText === undefined || now - this.processText.at >= processMetricsReuseMs) this.processText = { at: now, text: this.process.metrics() };
+    return this.processText.text;
   }
 
   get contentType(): string {

@@ -27,8 +27,10 @@ export interface ScraperTotals {
 
 const roundIntervalMs = 1_000;
 const consoleColumns = 'name,durable,auto_delete,exclusive,messages_ready,messages_unacknowledged,consumers';
+/** What one round GETs, in order. */
+export const scrapedPaths: readonly string[] = ['/metrics', '/metrics/per-object', '/api/queues', '/api/overview', `/api/queues?columns=${consoleColumns}`];
 
-async function declareQueues(base: string, queues: number): Promise<void> {
+export async function declareQueues(base: string, queues: number): Promise<void> {
   for (let i = 0; i < queues; i++) {
     const response = await fetch(`${base}/api/queues/%2F/bench-scraped-${i}`, { method: 'PUT', body: '{"durable":false}', headers: { 'content-type': 'application/json' } });
     if (!response.ok) throw new Error(`declaring queue ${i} through the API failed: ${response.status} ${await response.text()}`);
@@ -37,7 +39,6 @@ async function declareQueues(base: string, queues: number): Promise<void> {
 
 /** Rounds of GETs, one a second, until `stopped()`; none between `pause` and `resume` on stdin. */
 async function scrape(base: string, stopped: () => boolean): Promise<ScraperTotals> {
-  const paths = ['/metrics', '/metrics/per-object', '/api/queues', '/api/overview', `/api/queues?columns=${consoleColumns}`];
   let rounds = 0;
   let failures = 0;
   let slowestRoundMs = 0;
@@ -56,7 +57,7 @@ async function scrape(base: string, stopped: () => boolean): Promise<ScraperTota
       continue;
     }
     const started = performance.now();
-    for (const path of paths) {
+    for (const path of scrapedPaths) {
       const response = await fetch(`${base}${path}`).catch(() => undefined);
       if (!response?.ok) failures++;
       await response?.arrayBuffer();

@@ -14,6 +14,7 @@ import { benchLog } from './bench-log.js';
 import { benchMqtt } from './bench-mqtt.js';
 import { benchReplay } from './bench-replay.js';
 import { benchScrape } from './bench-scrape.js';
+import { benchScrapeCost } from './bench-scrape-cost.js';
 import { benchTopics } from './bench-topics.js';
 
 interface BenchSuite {
@@ -27,6 +28,7 @@ const suites: readonly BenchSuite[] = [
   { name: 'topics', run: benchTopics },
   { name: 'mqtt', run: benchMqtt },
   { name: 'scrape', run: benchScrape },
+  { name: 'scrape-cost', run: benchScrapeCost },
   { name: 'amqp', run: benchAmqp },
   { name: 'backlog', run: benchBacklog },
   { name: 'inspect', run: benchInspect },

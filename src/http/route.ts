@@ -4,6 +4,7 @@
  * return an Answer; errors are thrown (HttpError) and answered in one place.
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import type { AnswerBytes, AnswerBytesPool } from './answer-bytes.js';
 import type { JsonObject } from './management/request-body.js';
 
 export type Method = 'GET' | 'PUT' | 'POST' | 'DELETE';
@@ -21,8 +22,11 @@ export interface RequestContext {
 export interface Answer {
   readonly status?: number;
   readonly contentType?: string;
-  readonly body: string;
+  /** Text, or bytes already encoded (answer-bytes.ts). */
+  readonly body: string | Buffer;
   readonly headers?: Readonly<Record<string, string>>;
+  /** Called once the body's bytes have reached the kernel (true) or will never be sent or reused (false): a pooled buffer goes back. */
+  readonly sent?: (reusable: boolean) => void;
 }
 
 export type Handler = (context: RequestContext) => Answer | Promise<Answer>;
@@ -33,7 +37,14 @@ export interface Route {
 }
 
 export function json(body: unknown, status = 200, headers: Readonly<Record<string, string>> = {}): Answer {
-  return { status, contentType: 'application/json; charset=utf-8', body: `${JSON.stringify(body)}\n`, headers };
+  return { status, contentType: jsonContentType, body: `${JSON.stringify(body)}\n`, headers };
+}
+
+export const jsonContentType = 'application/json; charset=utf-8';
+
+/** An answer written into a pooled buffer, given back once sent. */
+export function pooledAnswer(out: AnswerBytes, pool: AnswerBytesPool, contentType: string): Answer {
+  return { contentType, body: out.view(), sent: (reusable) => { if (reusable) pool.giveBack(out); } };
 }
 
 export function noContent(status = 204, headers: Readonly<Record<string, string>> = {}): Answer {

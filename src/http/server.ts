@@ -40,11 +40,12 @@ import { parseJsonObject, readBody } from './management/request-body.js';
 import { describeClients, type ListenerAddress } from './management/resources.js';
 import { managementRoutes } from './management/routes.js';
 import type { SystemFacts } from './management/system.js';
+import { AnswerBytesPool, whenSent } from './answer-bytes.js';
 import { loadConsoleFiles } from './console-files.js';
 import { recentRecords, traceOf } from './log-records.js';
 import { QueryError } from './query.js';
 import { RateSampler, rateSampleMs } from './rates.js';
-import { json, type Answer, type Method, type RequestContext, type Route } from './route.js';
+import { json, pooledAnswer, type Answer, type Method, type RequestContext, type Route } from './route.js';
 import { collectionsView, countParameters, countView, documentsParameters, documentsView, logView, sessionsView, sharedSubscriptionsView } from './views.js';
 
 export interface HttpServerOptions {
@@ -112,6 +113,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     connections: describeClients({ broker, clients }), listeners, cairn: cairnOverview(),
   });
 
+  const answerBytes = new AnswerBytesPool();
   const consoleFiles = loadConsoleFiles();
   const consoleFile = (name: string): Answer => {
     const file = consoleFiles.get(name);
@@ -122,7 +124,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   const routes: Route[] = [
     { pattern: /^\/$/, methods: { GET: ({ url }) => (checkParameters(url, []), consoleFile('index.html')) } },
     { pattern: /^\/console\/([a-z-]+\.[a-z]+)$/, methods: { GET: ({ parameters }) => consoleFile(parameters[0] ?? '') } },
-    ...managementRoutes({ broker, clients, facts }),
+    ...managementRoutes({ broker, clients, facts, answerBytes }),
     { pattern: /^\/api\/sessions$/, methods: { GET: ({ url }) => (checkParameters(url, []), json(sessionsView(broker))) } },
     { pattern: /^\/api\/shared-subscriptions$/, methods: { GET: ({ url }) => (checkParameters(url, []), json(sharedSubscriptionsView(broker))) } },
     { pattern: /^\/api\/collections$/, methods: { GET: ({ url }) => (checkParameters(url, []), json(collectionsView(broker))) } },
@@ -140,7 +142,16 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     { pattern: /^\/api\/log\/records$/, methods: { GET: async ({ url }) => json(await recentRecords(broker, url, limits)) } },
     { pattern: /^\/api\/log\/trace$/, methods: { GET: async ({ url }) => json(await traceOf(broker, url, limits)) } },
     { pattern: /^\/metrics$/, methods: { GET: async ({ url }) => (checkParameters(url, []), { contentType: metrics.contentType, body: await metrics.text() }) } },
-    { pattern: /^\/metrics\/per-object$/, methods: { GET: async ({ url }) => (checkParameters(url, []), { contentType: metrics.contentType, body: await metrics.perObjectText() }) } },
+    {
+      pattern: /^\/metrics\/per-object$/, methods: {
+        GET: async ({ url }) => {
+          checkParameters(url, []);
+          const out = answerBytes.take();
+          await metrics.writePerObject(out);
+          return pooledAnswer(out, answerBytes, metrics.contentType);
+        },
+      },
+    },
   ];
 
   const listener = (request: IncomingMessage, response: ServerResponse): void => {
@@ -161,8 +172,14 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     }
     const context: RequestContext = { url, parameters, headers: request.headers, user, body: async () => parseJsonObject(await readBody(request)) };
     const answer = await handler(context);
-    for (const [name, value] of Object.entries(answer.headers ?? {})) response.setHeader(name, value);
-    send(response, answer.status ?? 200, answer.contentType ?? 'text/plain; charset=utf-8', request.method === 'HEAD' ? '' : answer.body);
+    try {
+      for (const [name, value] of Object.entries(answer.headers ?? {})) response.setHeader(name, value);
+      send(response, answer.status ?? 200, answer.contentType ?? 'text/plain; charset=utf-8', request.method === 'HEAD' ? '' : answer.body);
+    } catch (error) {
+      answer.sent?.(false);
+      throw error;
+    }
+    if (answer.sent !== undefined) whenSent(response, request.method === 'HEAD', answer.sent);
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -260,10 +277,10 @@ function sendError(response: ServerResponse, status: number, error: string, reas
   send(response, status, 'application/json; charset=utf-8', `${JSON.stringify({ error, reason: reason.replace(/\s*\n\s*/g, ' ') })}\n`);
 }
 
-function send(response: ServerResponse, status: number, contentType: string, body: string): void {
+function send(response: ServerResponse, status: number, contentType: string, body: string | Buffer): void {
   // Encoded once here: a large string handed to end() costs the broker about twice the CPU of the same bytes as a
   // Buffer (Node's string write path), and a scrape of 1,000 queues sends hundreds of KiB.
-  const bytes = Buffer.from(body);
+  const bytes = typeof body === 'string' ? Buffer.from(body) : body;
   response.writeHead(status, { 'Content-Type': contentType, 'Content-Length': bytes.length, 'Cache-Control': 'no-store' });
   response.end(bytes);
 }

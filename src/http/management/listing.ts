@@ -32,6 +32,20 @@ export interface Listed {
   readonly headers: Readonly<Record<string, string>>;
 }
 
+/** With only these parameters a list stays whole and in its order: it can be written without listAnswer. */
+const wholeListParameters: readonly string[] = ['columns', ...statsParameters, 'pagination'];
+
+/**
+ * When `url` asks for the whole list with at most top-level columns (no filter, sort, page): those columns
+ * (undefined: every field), which unknown names are left out of as by listAnswer. Undefined when it asks for more.
+ */
+export function wholeListColumns(url: URL): { readonly columns: string[] | undefined } | undefined {
+  for (const name of url.searchParams.keys()) if (!wholeListParameters.includes(name)) return undefined;
+  const columns = columnsOf(url);
+  if (columns?.some((path) => path.length !== 1)) return undefined;
+  return { columns: columns?.map((path) => path[0]!) };
+}
+
 export function checkParameters(url: URL, accepted: readonly string[]): void {
   for (const name of url.searchParams.keys()) {
     if (!accepted.includes(name)) {

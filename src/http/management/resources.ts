@@ -19,6 +19,7 @@ import type { Broker } from '../../core/broker.js';
 import type { ChannelDescription, ConnectionDescription, ManagedConnection } from '../../protocols/connection-description.js';
 import { notFound } from '../http-error.js';
 import type { Item } from './listing.js';
+import { QueueListWriter, queueFields, queueObject, type QueueView } from './queue-fields.js';
 
 export const onlyVhost = '/';
 export const nodeName = `cairn@${hostname()}`;
@@ -53,19 +54,21 @@ function byName(a: string, b: string): number {
 
 // ───────────────────────────── queues, exchanges, bindings ─────────────────────────────
 
-export function queueJson(queue: QueueRuntime): Item {
-  const unacked = queue.unacked.size;
-  return {
-    name: queue.name, vhost: onlyVhost, durable: queue.durable, auto_delete: queue.autoDelete, exclusive: queue.exclusiveOwner !== undefined,
-    arguments: { ...queue.queueArguments }, node: nodeName, state: 'running', type: queue.queueArguments?.['x-queue-type'] ?? 'classic', policy: null,
-    messages: queue.readyCount + unacked, messages_ready: queue.readyCount, messages_unacknowledged: unacked,
-    consumers: queue.consumers.length, exclusive_consumer_tag: queue.exclusiveConsumer?.tag ?? null,
-    cairn: { dropped_messages: queue.dropped },
-  };
+const queueFieldTable = queueFields(nodeName);
+/** Writes the queue lists a monitoring load asks for as JSON text (queue-fields.ts). */
+export const queueListWriter = new QueueListWriter(queueFieldTable);
+
+export function queueJson(queue: QueueView): Item {
+  return queueObject(queueFieldTable, queue);
+}
+
+/** Every queue, by name (as RabbitMQ lists them). */
+export function sortedQueues(broker: Broker): QueueRuntime[] {
+  return [...broker.queues.values()].sort((a, b) => byName(a.name, b.name));
 }
 
 export function queuesJson(broker: Broker): Item[] {
-  return [...broker.queues.values()].sort((a, b) => byName(a.name, b.name)).map(queueJson);
+  return sortedQueues(broker).map(queueJson);
 }
 
 export function requireQueue(broker: Broker, name: string): QueueRuntime {

@@ -7,12 +7,13 @@
 import type { Broker } from '../../core/broker.js';
 import type { ManagedConnection } from '../../protocols/connection-description.js';
 import { notFound } from '../http-error.js';
-import { json, noContent, path, segment, type Answer, type RequestContext, type Route } from '../route.js';
+import type { AnswerBytesPool } from '../answer-bytes.js';
+import { json, jsonContentType, noContent, path, pooledAnswer, segment, type Answer, type RequestContext, type Route } from '../route.js';
 import * as commands from './commands.js';
-import { checkParameters, listAnswer, objectAnswer, type Item } from './listing.js';
+import { checkParameters, listAnswer, listItemsMax, objectAnswer, wholeListColumns, type Item } from './listing.js';
 import {
   bindingsJson, channelsJson, checkVhost, connectionJson, consumersJson, describeClients, exchangeJson, exchangeNameOf, exchangesJson,
-  nodeName, queueJson, queuesJson, requireExchange, requireQueue, type ManagementSource,
+  nodeName, queueJson, queueListWriter, requireExchange, requireQueue, sortedQueues, type ManagementSource,
 } from './resources.js';
 import { nodeJson, overviewJson, vhostJson, type SystemFacts } from './system.js';
 
@@ -21,6 +22,8 @@ export interface ManagementRoutesOptions extends ManagementSource {
   clients(): Iterable<ManagedConnection>;
   /** Built per request: the figures that change (totals, connections, the Cairn overview). */
   facts(): SystemFacts;
+  /** Where large answers are written. */
+  readonly answerBytes: AnswerBytesPool;
 }
 
 const api = '\\/api';
@@ -29,6 +32,17 @@ const closedViaApi = 'Closed via management plugin';
 function list(items: readonly Item[], context: RequestContext): Answer {
   const { body, headers } = listAnswer(items, context.url);
   return json(body, 200, headers);
+}
+
+/** GET /api/queues: a whole list (all of it, or some columns) is written as bytes, anything else goes through listAnswer. */
+function queueList(broker: Broker, pool: AnswerBytesPool, context: RequestContext): Answer {
+  const queues = sortedQueues(broker);
+  const whole = wholeListColumns(context.url);
+  if (whole === undefined || queues.length > listItemsMax) return list(queues.map(queueJson), context);
+  const out = pool.take();
+  queueListWriter.write(queues, queueListWriter.columnIndexes(whole.columns), out);
+  out.ascii('\n');
+  return pooledAnswer(out, pool, jsonContentType);
 }
 
 function one(item: Item, context: RequestContext): Answer {
@@ -125,8 +139,8 @@ export function managementRoutes(options: ManagementRoutesOptions): Route[] {
       },
     },
     // Queues.
-    { pattern: path(api, 'queues'), methods: { GET: (c) => list(queuesJson(broker), c) } },
-    { pattern: path(api, 'queues', segment), methods: { GET: (c) => (inVhost(c), list(queuesJson(broker), c)) } },
+    { pattern: path(api, 'queues'), methods: { GET: (c) => queueList(broker, options.answerBytes, c) } },
+    { pattern: path(api, 'queues', segment), methods: { GET: (c) => (inVhost(c), queueList(broker, options.answerBytes, c)) } },
     {
       pattern: path(api, 'queues', segment, segment), methods: {
         GET: (c) => one(queueJson(requireQueue(broker, inVhost(c)[0] ?? '')), c),

@@ -1,0 +1,183 @@
+/**
+ * A queue in RabbitMQ's JSON shape (GET /api/queues), field by field, and the
+ * same list written straight as JSON text for the answers a monitoring load
+ * asks for every few seconds (the whole list, or a few columns of it).
+ *
+ * Building 1,000 objects and handing them to JSON.stringify cost the event loop
+ * several milliseconds per answer (bench: `node dist/tools/bench.js
+ * scrape-cost`); the text here is written from the same field table, with the
+ * fields that never change for a queue (its name, flags and arguments: all
+ * fixed when it is declared) encoded once per queue and kept. Invariant: the
+ * text equals JSON.stringify of the object form, byte for byte (a property
+ * test checks it over random names and figures).
+ */
+import type { QueueRuntime } from '../../core/amqp-queue.js';
+import { AnswerBytes } from '../answer-bytes.js';
+
+/** What a queue's JSON is read from (a QueueRuntime; tests pass plain objects). */
+export type QueueView = Pick<QueueRuntime, 'name' | 'durable' | 'autoDelete' | 'exclusiveOwner' | 'queueArguments' | 'readyCount' | 'dropped'> & {
+  readonly unacked: { readonly size: number };
+  readonly consumers: { readonly length: number };
+  readonly exclusiveConsumer: { readonly tag: string } | undefined;
+};
+
+interface QueueField {
+  readonly key: string;
+  /** The field's value, as the object form holds it (never undefined: the text would not leave the key out). */
+  value(queue: QueueView): unknown;
+  /** fixed: the same for the queue's life (encoded once and kept); figure: a number; else encoded each time. */
+  readonly kind: 'fixed' | 'figure' | 'changing';
+  /** A faster encoding of a changing value than JSON.stringify (it must write the same text). */
+  write?(queue: QueueView, out: AnswerBytes): void;
+}
+
+/** The fields in RabbitMQ's order; `node` is this node's name. */
+export function queueFields(node: string): readonly QueueField[] {
+  const fixed = (key: string, value: (queue: QueueView) => unknown): QueueField => ({ key, value, kind: 'fixed' });
+  const figure = (key: string, value: (queue: QueueView) => number): QueueField => ({ key, value, kind: 'figure' });
+  return [
+    fixed('name', (q) => q.name),
+    fixed('vhost', () => '/'),
+    fixed('durable', (q) => q.durable),
+    fixed('auto_delete', (q) => q.autoDelete),
+    fixed('exclusive', (q) => q.exclusiveOwner !== undefined),
+    fixed('arguments', (q) => ({ ...q.queueArguments })),
+    fixed('node', () => node),
+    fixed('state', () => 'running'),
+    fixed('type', (q) => q.queueArguments?.['x-queue-type'] ?? 'classic'),
+    fixed('policy', () => null),
+    figure('messages', (q) => q.readyCount + q.unacked.size),
+    figure('messages_ready', (q) => q.readyCount),
+    figure('messages_unacknowledged', (q) => q.unacked.size),
+    figure('consumers', (q) => q.consumers.length),
+    {
+      key: 'exclusive_consumer_tag', value: (q) => q.exclusiveConsumer?.tag ?? null, kind: 'changing',
+      write: (q, out) => { if (q.exclusiveConsumer === undefined) out.ascii('null'); else out.utf8(JSON.stringify(q.exclusiveConsumer.tag)); },
+    },
+    {
+      key: 'cairn', value: (q) => ({ dropped_messages: q.dropped }), kind: 'changing',
+      write: (q, out) => { out.ascii('{"dropped_messages":').number(q.dropped).ascii('}'); },
+    },
+  ];
+}
+
+/** The object form: one queue as RabbitMQ's API shows it. */
+export function queueObject(fields: readonly QueueField[], queue: QueueView): Readonly<Record<string, unknown>> {
+  const object: Record<string, unknown> = {};
+  for (const field of fields) object[field.key] = field.value(queue);
+  return object;
+}
+
+/** A queue's fixed fields encoded: `"name":…,"vhost":…` in table order, and where each field's text starts and ends. */
+interface FixedText {
+  readonly bytes: Buffer;
+  /** [start, end) of field i at 2i, 2i + 1; -1 for a field that is not fixed. */
+  readonly ranges: Int32Array;
+}
+
+/**
+ * Writes lists of queues as JSON text: the whole objects, or only some top-level
+ * fields (RabbitMQ's `columns`), in the order asked for and each once.
+ */
+export class QueueListWriter {
+  private readonly fixedTexts = new WeakMap<QueueView, FixedText>();
+  private readonly keyTexts: readonly string[];
+  /** The same as bytes (a flat copy is faster to write than a string, which may be a rope). */
+  private readonly keyBytes: readonly Buffer[];
+
+  constructor(private readonly fields: readonly QueueField[]) {
+    this.keyTexts = fields.map((field) => `${JSON.stringify(field.key)}:`);
+    this.keyBytes = this.keyTexts.map((text) => Buffer.from(text));
+  }
+
+  /** The indexes of the fields `columns` names, in its order, each once; unknown names are left out (they have no value). */
+  columnIndexes(columns: readonly string[] | undefined): number[] {
+    if (columns === undefined) return this.fields.map((_, index) => index);
+    const indexes: number[] = [];
+    for (const column of columns) {
+      const index = this.fields.findIndex((field) => field.key === column);
+      if (index >= 0 && !indexes.includes(index)) indexes.push(index);
+    }
+    return indexes;
+  }
+
+  /** `[{...},{...}]` for `queues`, in their order, with the fields at `indexes`, into `out`. */
+  write(queues: Iterable<QueueView>, indexes: readonly number[], out: AnswerBytes): void {
+    out.ascii('[');
+    let first = true;
+    for (const queue of queues) {
+      if (!first) out.ascii(',');
+      first = false;
+      this.writeObject(queue, indexes, out);
+    }
+    out.ascii(']');
+  }
+
+  /** The same as a string (tests). */
+  listText(queues: Iterable<QueueView>, indexes: readonly number[]): string {
+    const out = new AnswerBytes(Buffer.alloc(16));
+    this.write(queues, indexes, out);
+    return out.view().toString('utf8');
+  }
+
+  private writeObject(queue: QueueView, indexes: readonly number[], out: AnswerBytes): void {
+    const fixed = this.fixedTextOf(queue);
+    out.ascii('{');
+    // Neighbouring fixed fields are one copy: their text lies side by side, comma included.
+    let copyStart = -1;
+    let copyEnd = -1;
+    let previous = -2;
+    for (let i = 0; i < indexes.length; i++) {
+      const index = indexes[i]!;
+      const start = fixed.ranges[2 * index]!;
+      if (start >= 0 && copyStart >= 0 && index === previous + 1) {
+        copyEnd = fixed.ranges[2 * index + 1]!;
+      } else {
+        if (copyStart >= 0) out.range(fixed.bytes, copyStart, copyEnd);
+        copyStart = -1;
+        if (i > 0) out.ascii(',');
+        if (start >= 0) {
+          copyStart = start;
+          copyEnd = fixed.ranges[2 * index + 1]!;
+        } else {
+          this.writeChanging(this.fields[index]!, index, queue, out);
+        }
+      }
+      previous = index;
+    }
+    if (copyStart >= 0) out.range(fixed.bytes, copyStart, copyEnd);
+    out.ascii('}');
+  }
+
+  private writeChanging(field: QueueField, index: number, queue: QueueView, out: AnswerBytes): void {
+    const key = this.keyBytes[index]!;
+    out.range(key, 0, key.length);
+    if (field.kind === 'figure') out.number(field.value(queue) as number);
+    else if (field.write !== undefined) field.write(queue, out);
+    else out.utf8(JSON.stringify(field.value(queue)));
+  }
+
+  private fixedTextOf(queue: QueueView): FixedText {
+    let fixed = this.fixedTexts.get(queue);
+    if (fixed === undefined) {
+      const ranges = new Int32Array(2 * this.fields.length).fill(-1);
+      let text = '';
+      let bytes = 0;
+      this.fields.forEach((field, index) => {
+        if (field.kind !== 'fixed') return;
+        if (text !== '') {
+          text += ',';
+          bytes++;
+        }
+        const fieldText = `${this.keyTexts[index]!}${JSON.stringify(field.value(queue))}`;
+        ranges[2 * index] = bytes;
+        bytes += Buffer.byteLength(fieldText);
+        ranges[2 * index + 1] = bytes;
+        text += fieldText;
+      });
+      fixed = { bytes: Buffer.from(text), ranges };
+      this.fixedTexts.set(queue, fixed);
+    }
+    return fixed;
+  }
+}
