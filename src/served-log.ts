@@ -13,7 +13,7 @@
 import * as fs from 'node:fs';
 import type { ServeConfig } from './config.js';
 import { lockDataDirectory } from './log/directory-lock.js';
-import { SegmentedLog, type LogFailedError, type LogFileSystem } from './log/index.js';
+import { SegmentedLog, type LogFailedError, type LogFileSystem, type SyncLanes } from './log/index.js';
 import type { JetStreamLog } from './log/jetstream/jetstream-log.js';
 import type { BrokerState } from './projections/state.js';
 import type { GroupedReplay } from './projections/transaction-groups.js';
@@ -37,10 +37,12 @@ export interface ServedLogOptions {
   readonly onFailed: (error: LogFailedError) => void;
   /** Tests only (fault injection into the file log). */
   readonly logFileSystem?: LogFileSystem | undefined;
+  /** Tests only: where the file log's lone batches sync (a forced lane). */
+  readonly syncLanes?: SyncLanes | undefined;
 }
 
 /** Locks the data directory before the log is opened: a second broker on it must not even run recovery. Released by close(). */
-export async function openFileLog({ config, logger, metrics, onFailed, logFileSystem }: ServedLogOptions): Promise<OpenedLog> {
+export async function openFileLog({ config, logger, metrics, onFailed, logFileSystem, syncLanes }: ServedLogOptions): Promise<OpenedLog> {
   await fs.promises.mkdir(config.dataDir, { recursive: true });
   const lock = lockDataDirectory(config.dataDir, 'cairn serve', logger);
   try {
@@ -54,6 +56,7 @@ export async function openFileLog({ config, logger, metrics, onFailed, logFileSy
       ...(config.retentionBytes !== undefined ? { retentionBytes: config.retentionBytes } : {}),
       ...(config.retentionMs !== undefined ? { retentionMs: config.retentionMs } : {}),
       ...(logFileSystem !== undefined ? { fileSystem: logFileSystem } : {}),
+      ...(syncLanes !== undefined ? { syncLanes } : {}),
       acceptLostRecordsAfter: config.acceptLostRecordsAfter,
     });
     return {

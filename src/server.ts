@@ -20,7 +20,7 @@ import { checkDescriptorBudget, currentOpenFilesLimit } from './descriptor-budge
 import { defaultHttpLimits } from './http/limits.js';
 import type { ListenerAddress } from './http/management/resources.js';
 import { startHttpServer } from './http/server.js';
-import { SegmentedLog, type LogFailedError, type LogFileSystem } from './log/index.js';
+import { SegmentedLog, type LogFailedError, type LogFileSystem, type SyncLanes } from './log/index.js';
 import { openFileLog, openJetStreamServedLog, type ServedLog } from './served-log.js';
 import type { Logger } from './logger.js';
 import { Metrics } from './metrics.js';
@@ -66,6 +66,8 @@ export interface RunningCairn {
 /** For tests only (fault injection), not part of the embedding API. */
 export interface StartInternals {
   readonly logFileSystem?: LogFileSystem;
+  /** Where the file log's lone batches sync (test hook: one lane forced). */
+  readonly syncLanes?: SyncLanes;
   /** The disk-free alarm's view of free space, and how often it looks (tests fill the disk this way). */
   readonly freeBytes?: FreeBytes;
   readonly diskFreeCheckIntervalMs?: number;
@@ -100,7 +102,7 @@ export async function startCairn(config: ServeConfig, logger: Logger, internals:
   const metrics = new Metrics();
   const stop = new Stopper(logger);
   try {
-    const options = { config, logger, metrics, onFailed: (error: LogFailedError) => stop.failStop(error), logFileSystem: internals.logFileSystem };
+    const options = { config, logger, metrics, onFailed: (error: LogFailedError) => stop.failStop(error), logFileSystem: internals.logFileSystem, syncLanes: internals.syncLanes };
     // A standby (--log nats://…) waits in here, before any listener opens, until it takes the writer lease.
     const opened = config.logAddress === undefined ? await openFileLog(options) : await openJetStreamServedLog(options);
     const { log } = opened;

@@ -26,7 +26,7 @@ export async function runServe(args: readonly string[], env: NodeJS.ProcessEnv, 
   // Loaded only now: --help and --print-config need neither the broker nor the logger.
   const [{ createLogger }, { startCairn }, { testHooksFrom }, { enableStageTimingFrom }] = await Promise.all([import('../logger.js'), import('../server.js'), import('../test-hooks.js'), import('../stage-timing.js')]);
   const logger = createLogger({ level: config.logLevel, format: config.logFormat });
-  const hooks = testHooksFrom(env);
+  const hooks = testHooksFrom(env, logger);
   if (hooks.description !== undefined) logger.warn({ hook: hooks.description }, 'test hook active: this broker injects faults');
   // A bench's per-stage timing of round trips (stage-timing.ts); off unless CAIRN_STAGE_TIMING names a file.
   enableStageTimingFrom(env);

@@ -47,7 +47,7 @@ import { fdatasyncOnCallingThread, nodeFileSystem, writeFully, writeFullySync, t
 import { FrameOffsets } from './frame-offsets.js';
 import { assertFramesIntact, checkAppendRecord, encodeBody, frameHeaderBytes, writeFrameIn, type AppendRecord, type Lsn } from './record.js';
 import type { SegmentState } from './segment.js';
-import type { SyncLaneChooser } from './sync-lane.js';
+import type { SyncLanes } from './sync-lane.js';
 import { ZeroFill, type ZeroFillSizes } from './zero-fill.js';
 
 export interface ActiveSegment {
@@ -74,7 +74,7 @@ export interface GroupCommitOptions {
   /** Told once, when the log fails for good. */
   readonly onFailed: ((error: LogFailedError) => void) | undefined;
   /** Where lone batches sync (sync-lane.ts). */
-  readonly syncLanes: SyncLaneChooser;
+  readonly syncLanes: SyncLanes;
 }
 
 interface Waiter {

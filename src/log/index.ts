@@ -25,3 +25,4 @@ export {
   RecordReadError,
 } from './errors.js';
 export { nodeFileSystem, type LogFileSystem } from './file-system.js';
+export type { SyncLane, SyncLanes } from './sync-lane.js';

@@ -34,7 +34,7 @@ import { planRetention, removeOrArchive, type RetentionCandidate, type SnapshotC
 import { createSegment, listDataDirectory, segmentFileName, segmentHeaderBytes, toSegmentInfo, type SegmentInfo, type SegmentState } from './segment.js';
 import { firstValidSnapshotAtOrAfter, loadNewestValidSnapshot, readSnapshotFile, writeSnapshotFile, type Snapshot } from './snapshot.js';
 import { zeroBuffer, zeroFillSizes, type ZeroFillSizes } from './zero-fill.js';
-import { SyncLaneChooser } from './sync-lane.js';
+import { SyncLaneChooser, type SyncLanes } from './sync-lane.js';
 
 export interface LogOptions {
   dir: string;
@@ -54,7 +54,7 @@ export interface LogOptions {
   /** Internal (benchmarks): write batch k+1 while batch k syncs. Default true. */
   pipeline?: boolean;
   /** Internal (tests): where a lone batch's fdatasync runs (sync-lane.ts). Default: after the machine's load. */
-  syncLanes?: SyncLaneChooser;
+  syncLanes?: SyncLanes;
   /** Told after every fdatasync: its duration and the records it made durable (for metrics). */
   onSync?: (seconds: number, records: number) => void;
   /** Keep the active segment zero-filled ahead of the writer (zero-fill.ts). Default: on, unless a fileSystem is injected. */
@@ -89,7 +89,7 @@ interface Settings {
   readonly clock: () => number;
   readonly fileSystem: LogFileSystem;
   readonly pipeline: boolean;
-  readonly syncLanes: SyncLaneChooser;
+  readonly syncLanes: SyncLanes;
   readonly onSync: ((seconds: number, records: number) => void) | undefined;
   readonly zeroFill: ZeroFillSizes | undefined;
   readonly onFailed: ((error: LogFailedError) => void) | undefined;

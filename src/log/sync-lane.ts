@@ -26,6 +26,14 @@ import * as os from 'node:os';
 
 export type SyncLane = 'loop' | 'pool';
 
+/** What group commit asks before a lone batch's sync, and tells after one on the loop. */
+export interface SyncLanes {
+  /** The lane for the next lone batch. */
+  next(): SyncLane;
+  /** How long a sync on the loop took (ms). */
+  noteLoopSync(ms: number): void;
+}
+
 /** The load average is read at most this often. */
 export const loadCheckIntervalMs = 1_000;
 /**
@@ -46,7 +54,7 @@ export interface SyncLaneOptions {
 
 const machine: SyncLaneOptions = { loadAverage: () => os.loadavg()[0] ?? Number.POSITIVE_INFINITY, cpus: os.availableParallelism(), now: () => performance.now() };
 
-export class SyncLaneChooser {
+export class SyncLaneChooser implements SyncLanes {
   private checkedAt = Number.NEGATIVE_INFINITY;
   private lane: SyncLane = 'pool';
   /** After a slow sync on the loop: the pool until then. */

@@ -6,6 +6,10 @@
  * caused, a session owing nothing), never on a fixed sleep. Snapshots are
  * taken every few records, so restarts recover from a snapshot plus the tail.
  * The randomized test prints its seed; CAIRN_TEST_SEED=<seed> replays it.
+ * Every test runs twice: once with each lone batch's fdatasync on the event
+ * loop and once on the thread pool (CAIRN_TEST_HOOK_SYNC_LANE, log/sync-lane.ts),
+ * since a loaded machine (CI) would only ever take the pool; each run checks
+ * that a broker of it did sync a lone batch on its lane.
  */
 import mqtt, { type MqttClient } from 'mqtt';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -13,6 +17,7 @@ import { logPosition, untilDurable, untilSessionSettled } from '../support/broke
 import { startBroker, tempDataDir, type BrokerProcess } from '../support/broker-process.js';
 import { announceSeed, seededRandom, until } from '../support/kit.js';
 import { RawMqttClient } from '../support/raw-mqtt.js';
+import { forcedSyncLaneMessage, syncLaneVariable } from '../../src/test-hooks.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -21,12 +26,9 @@ afterEach(async () => {
 
 /** Small enough that the randomized test's restarts load a snapshot and replay the tail after it. */
 const snapshotEveryRecords = 40;
-
-async function broker(dir: string): Promise<BrokerProcess> {
-  const running = await startBroker(dir, ['--amqp-port', 'off', '--snapshot-every', String(snapshotEveryRecords)]);
-  cleanups.push(() => (running.child.exitCode === null ? running.kill() : undefined));
-  return running;
-}
+/** Kill rounds of the randomized test, under each lane. */
+const randomRounds = 2;
+const lanes = ['loop', 'pool'] as const;
 
 type Received = Array<{ topic: string; payload: string; retain: boolean }>;
 
@@ -49,7 +51,24 @@ async function collected(got: Received, count: number): Promise<Received> {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-describe('MQTT across kill -9', () => {
+describe.each(lanes)('MQTT across kill -9, lone batches synced on the %s', (lane) => {
+  /** The brokers the running test started: one of them must have synced a lone batch on `lane`. */
+  let started: BrokerProcess[] = [];
+  afterEach(() => {
+    started = [];
+  });
+
+  async function broker(dir: string): Promise<BrokerProcess> {
+    const running = await startBroker(dir, ['--amqp-port', 'off', '--snapshot-every', String(snapshotEveryRecords)], { [syncLaneVariable]: lane });
+    cleanups.push(() => (running.child.exitCode === null ? running.kill() : undefined));
+    started.push(running);
+    return running;
+  }
+
+  function expectLaneTaken(): void {
+    expect(started.some((running) => running.output.some((line) => line.includes(forcedSyncLaneMessage))), `a lone batch synced on the ${lane}`).toBe(true);
+  }
+
   it('the reference scenario: offline persistent subscriber gets its three QoS 1 alarms and the retained value after SIGKILL, and nothing after acking them', async () => {
     const data = tempDataDir();
     cleanups.push(() => data.remove());
@@ -93,6 +112,7 @@ describe('MQTT across kill -9', () => {
     expect(again.sessionPresent).toBe(true);
     await untilSessionSettled(running, 'cold-room-worker', { connected: true });
     expect(late).toEqual([]);
+    expectLaneTaken();
   });
 
   it('QoS 2: delivered once; a PUBREL owed at crash time is resent with the same packet id, the PUBLISH is not', async () => {
@@ -139,10 +159,11 @@ describe('MQTT across kill -9', () => {
     await third.connect('billing', false);
     await untilSessionSettled(running, 'billing', { connected: true });
     expect(third.received.map((p) => p.cmd)).toEqual(['connack']);
+    expectLaneTaken();
   });
 
   it('randomized: publishers and persistent subscribers under load, random SIGKILLs; every PUBACKed message reaches every persistent subscriber', { timeout: 120_000 }, async () => {
-    const random = seededRandom(announceSeed('mqtt crash'));
+    const random = seededRandom(announceSeed(`mqtt crash, ${lane}`));
     const data = tempDataDir();
     cleanups.push(() => data.remove());
     let running = await broker(data.dir);
@@ -157,7 +178,7 @@ describe('MQTT across kill -9', () => {
     const acked = new Set<string>();
     const received = new Map<string, Received>(subscribers.map((id) => [id, []]));
     const snapshotsLoaded: number[] = [];
-    for (let round = 0; round < 4; round++) {
+    for (let round = 0; round < randomRounds; round++) {
       const live = await Promise.all(subscribers.filter(() => random() < 0.5).map((id) => client(running.mqttPort, id, false, received.get(id)!)));
       const publisher = await client(running.mqttPort, `p${round}`, true);
       let stop = false;
@@ -199,5 +220,6 @@ describe('MQTT across kill -9', () => {
       await s.client.endAsync();
     }
     expect(acked.size).toBeGreaterThan(0);
+    expectLaneTaken();
   });
 });

@@ -42,7 +42,7 @@ describe('an embedded broker whose log fails', () => {
     const lines: Array<Record<string, unknown>> = [];
     const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
     const config = parseServeArgs(['--data', dataDir, '--mqtt-port', '0', '--amqp-port', '0', '--http-port', '0'], {});
-    const cairn = await startCairn(config, logger, testHooksFrom({ [failFdatasyncAfterVariable]: '2' }).internals);
+    const cairn = await startCairn(config, logger, testHooksFrom({ [failFdatasyncAfterVariable]: '2' }, logger).internals);
     const stopped = cairn.stopped.then(() => undefined, (error: unknown) => error);
 
     const client = mqtt.connect({ host: '127.0.0.1', port: cairn.mqttPort!, clientId: 'keeper', clean: false, reconnectPeriod: 0 });
