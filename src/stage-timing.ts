@@ -32,6 +32,9 @@ export interface StageSummary {
   readonly meanUs: ReadonlyArray<number | null>;
   /** read → ack written. */
   readonly totalP50Us: number;
+  readonly totalP99Us: number;
+  /** Per stage after the first: its mean time over the slowest 1% of the traces (by read → ack written): where the tail is. */
+  readonly tailMeanUs: ReadonlyArray<number | null>;
 }
 
 export interface StageReport {
@@ -90,8 +93,24 @@ export function stageReport(): StageReport {
 }
 
 function summarize(traces: readonly Float64Array[]): StageSummary {
+  const totalOf = (trace: Float64Array): number => (trace[Stage.ackWritten]! - trace[Stage.read]!) * 1000;
+  const totals = traces.map(totalOf);
+  const slowest = [...traces].sort((a, b) => totalOf(b) - totalOf(a)).slice(0, Math.ceil(traces.length / 100));
+  const deltas = stageDeltas(traces);
+  const mean = (values: number[], stage: number): number | null => (stage === 0 || values.length === 0 ? null : values.reduce((a, b) => a + b, 0) / values.length);
+  return {
+    traces: traces.length,
+    p50Us: deltas.map((values, stage) => (stage === 0 || values.length === 0 ? null : quantile(values, 0.5))),
+    meanUs: deltas.map(mean),
+    totalP50Us: totals.length === 0 ? Number.NaN : quantile(totals, 0.5),
+    totalP99Us: totals.length === 0 ? Number.NaN : quantile(totals, 0.99),
+    tailMeanUs: stageDeltas(slowest).map(mean),
+  };
+}
+
+/** Per stage, the time (µs) since the previous stage each trace marked. */
+function stageDeltas(traces: readonly Float64Array[]): number[][] {
   const deltas: number[][] = Array.from({ length: stageCount }, () => []);
-  const totals: number[] = [];
   for (const trace of traces) {
     let previous = trace[Stage.read]!;
     for (let stage = 1; stage < stageCount; stage++) {
@@ -100,17 +119,11 @@ function summarize(traces: readonly Float64Array[]): StageSummary {
       deltas[stage]!.push((at - previous) * 1000);
       previous = at;
     }
-    totals.push((trace[Stage.ackWritten]! - trace[Stage.read]!) * 1000);
   }
-  return {
-    traces: traces.length,
-    p50Us: deltas.map((values, stage) => (stage === 0 || values.length === 0 ? null : median(values))),
-    meanUs: deltas.map((values, stage) => (stage === 0 || values.length === 0 ? null : values.reduce((a, b) => a + b, 0) / values.length)),
-    totalP50Us: totals.length === 0 ? Number.NaN : median(totals),
-  };
+  return deltas;
 }
 
-function median(values: number[]): number {
+function quantile(values: number[], q: number): number {
   const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
+  return sorted[Math.floor(q * (sorted.length - 1))]!;
 }

@@ -27,18 +27,26 @@ export function readStageReport(file: string): StageReport | undefined {
   }
 }
 
-/** Rows: one per stage, p50 (mean) µs since the previous stage, non-durable and durable side by side. */
+/**
+ * Rows: one per stage, p50 (mean) µs since the previous stage, non-durable and durable side by side, then
+ * the durable case's slowest 1% of round trips: each stage's mean over them (where its p99 comes from).
+ */
 export function stageRows(report: StageReport): string[][] {
   const cell = (summary: StageReport['durable'], stage: number): string => {
     const p50 = summary.p50Us[stage];
     const mean = summary.meanUs[stage];
     return p50 === null || p50 === undefined ? '' : `${fmt(p50, 1)} (${fmt(mean ?? Number.NaN, 1)})`;
   };
-  const rows: string[][] = [['stage: us since the previous stage, p50 (mean)', 'no subscriber', 'offline persistent sub']];
-  for (let stage = 1; stage < stageNames.length; stage++) rows.push([stageNames[stage]!, cell(report.nonDurable, stage), cell(report.durable, stage)]);
-  rows.push(['read -> ack written, p50', fmt(report.nonDurable.totalP50Us, 1), fmt(report.durable.totalP50Us, 1)]);
-  rows.push(['round trips traced', String(report.nonDurable.traces), String(report.durable.traces)]);
+  // Older reports (a build before the tail columns) have no slowest-1% means.
+  const tail = (summary: StageReport['durable'], stage: number): string => {
+    const mean = summary.tailMeanUs?.[stage];
+    return mean === null || mean === undefined ? '' : fmt(mean, 1);
+  };
+  const rows: string[][] = [['stage: us since the previous stage, p50 (mean)', 'no subscriber', 'offline persistent sub', 'offline persistent sub, slowest 1%: mean']];
+  for (let stage = 1; stage < stageNames.length; stage++) rows.push([stageNames[stage]!, cell(report.nonDurable, stage), cell(report.durable, stage), tail(report.durable, stage)]);
+  rows.push(['read -> ack written, p50 / p99', `${fmt(report.nonDurable.totalP50Us, 1)} / ${fmt(report.nonDurable.totalP99Us ?? Number.NaN, 1)}`, `${fmt(report.durable.totalP50Us, 1)} / ${fmt(report.durable.totalP99Us ?? Number.NaN, 1)}`, '']);
+  rows.push(['round trips traced', String(report.nonDurable.traces), String(report.durable.traces), '']);
   // Older reports (a build before the sync lanes) have no such counts.
-  if (report.loneSyncs !== undefined) rows.push(['lone batches synced on the event loop / thread pool (whole run)', '', `${report.loneSyncs.loop} / ${report.loneSyncs.pool}`]);
+  if (report.loneSyncs !== undefined) rows.push(['lone batches synced on the event loop / thread pool (whole run)', '', `${report.loneSyncs.loop} / ${report.loneSyncs.pool}`, '']);
   return rows;
 }

@@ -35,6 +35,10 @@ describe('stage timing', () => {
     expect(report.durable.p50Us[Stage.syncDone]).toBeGreaterThanOrEqual(0);
     expect(report.nonDurable.p50Us[Stage.syncDone]).toBeNull();
     expect(report.durable.totalP50Us).toBeGreaterThanOrEqual(0);
+    expect(report.durable.totalP99Us).toBeGreaterThanOrEqual(report.durable.totalP50Us);
+    // The slowest 1% of one trace is that trace: its stage means are its own stage times.
+    expect(report.durable.tailMeanUs).toEqual(report.durable.meanUs);
+    expect(report.nonDurable.tailMeanUs[Stage.syncDone]).toBeNull();
     expect(report.loneSyncs).toEqual({ loop: 2, pool: 1 });
   });
 });

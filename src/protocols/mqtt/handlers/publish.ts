@@ -63,14 +63,18 @@ export function handlePublish(connection: MqttConnection, packet: ClientPacketOf
   if (packet.qos === 1) {
     // Only on PUBACK: a failing PUBREC would end the QoS 2 flow while the core still holds its packet id.
     const pubackCode = result.quotaExceeded === true ? ReasonCode.quotaExceeded : reasonCode;
-    connection.whenDurable(result.durable, 'PUBLISH QoS 1', () => {
-      markStage(Stage.resolved);
-      connection.endInboundPublish(packetId);
-      connection.write(encoder.puback(packetId, pubackCode));
-    });
+    // Nothing to wait for (no durable destination): acknowledged now, without a closure per PUBLISH.
+    if (result.durable === undefined) return puback(connection, packetId, pubackCode);
+    connection.whenDurable(result.durable, 'PUBLISH QoS 1', () => puback(connection, packetId, pubackCode));
   } else {
     connection.whenDurable(result.durable, 'PUBLISH QoS 2', () => connection.write(encoder.pubrec(packetId, reasonCode)));
   }
+}
+
+function puback(connection: MqttConnection, packetId: number, reasonCode: ReasonCode): void {
+  markStage(Stage.resolved);
+  connection.endInboundPublish(packetId);
+  connection.write(connection.encoder.puback(packetId, reasonCode));
 }
 
 /** A QoS 1/2 PUBLISH not taken: its flow ends with the failure code (a 3.1.1 client sees a plain acknowledgement). */
