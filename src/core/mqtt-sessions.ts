@@ -126,15 +126,18 @@ export class SessionDelivery {
   /**
    * Makes room for one more message of `size` bytes within the session's bounds (count and bytes,
    * which count every queued message): the oldest ready ones are dropped, their drop record put in
-   * `records`. In-flight ones are the client's to finish and are never dropped.
+   * `records` (the caller's commit) or, without, committed now. In-flight ones are the client's to
+   * finish and are never dropped.
    */
-  makeRoom(session: SessionRuntime, size: number, records: PendingRecord[]): void {
+  makeRoom(session: SessionRuntime, size: number, records?: PendingRecord[]): void {
     const { pending } = session.state;
     const notReady = pending.size - session.readyCount;
     const dropped = session.dropOldest(this.limits.sessionQueueMessagesMax - notReady, this.limits.sessionQueueBytesMax - (pending.bytes - session.readyBytes), size);
     if (dropped.length === 0) return;
     this.observer.drop('session', dropped.length);
-    recordBoundDrops(session.destination, dropped, records);
+    const own: PendingRecord[] = records ?? [];
+    recordBoundDrops(session.destination, dropped, own);
+    if (records === undefined) session.committer.commitQuietly(own);
   }
 
   puback(session: SessionRuntime, packetId: number): void {

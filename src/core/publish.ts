@@ -8,8 +8,8 @@
  * Durable means: a persistent MQTT session with effective QoS ≥ 1, or a
  * durable AMQP queue with a persistent message. With no durable destination
  * and no other record, nothing is written and the result is `undefined`.
- * Clean sessions get a msg record of their own, through their committer,
- * which writes nothing (transient-committer.ts).
+ * Clean sessions' rows go to their committer, which writes nothing
+ * (transient-committer.ts).
  *
  * Live deliveries go out right after the commit is issued (for AMQP-only
  * publishes: deferred to the end of the tick, see `deferrable`), before it is
@@ -82,7 +82,7 @@ export function publish(context: PublishContext, routed: Publication): Durable {
   const publication = withoutUnreadableSessions(routed);
   const records: PendingRecord[] = [];
   const durableSessions: SessionRow[] = [];
-  const transientSessions = planSessions(context, publication, { rows: durableSessions, records });
+  const transientSessions = planSessions(context, publication, durableSessions, records);
   const { rows: durableQueues, taking, overflowed } = planQueues(context, publication, records);
   const groups = publication.groups ?? noGroups;
   const durableGroups = groups.length > 0 ? context.shared.plan(groups, publication.qos, publication.payload.byteLength, records) : noGroupRows;
@@ -109,12 +109,7 @@ export function publish(context: PublishContext, routed: Publication): Durable {
   const message = storedMessage(publication, lsn, context.committer.now());
   if (lsn !== 0) context.store.remember(message);
   const durable = records.length === 0 ? undefined : deferred ? context.committer.commitDeferred(records) : context.committer.commit(records);
-  if (transientSessions !== undefined) {
-    const body = msgBodyOf(publication);
-    body.s = transientSessions.rows;
-    transientSessions.records.push(record('msg', body));
-    context.transient.commit(transientSessions.records, message);
-  }
+  if (transientSessions !== undefined) context.transient.enqueue(transientSessions, message);
   deliverToSessions(context, publication, message);
   deliverToQueues(context, taking, message, durableQueues);
   if (groups.length > 0) context.shared.deliver(groups, message, publication.qos, durableGroups);
@@ -158,26 +153,21 @@ function deferrable(publication: Publication): boolean {
   return publication.exchange !== undefined && publication.sessions.size === 0 && (publication.groups?.length ?? 0) === 0;
 }
 
-type SessionRow = readonly [client: string, seq: number, qos: 1 | 2];
-
-/** A msg record's session rows and the records that go before it (bound drops), for one committer. */
-interface SessionRows {
-  readonly rows: SessionRow[];
-  readonly records: PendingRecord[];
-}
+export type SessionRow = readonly [client: string, seq: number, qos: 1 | 2];
 
 /**
- * Each session with an effective QoS ≥ 1 gets a row, after room is made by its bound: persistent
- * sessions in `durable` (the publish's commit), clean ones in the rows returned (their committer's).
+ * Each session with an effective QoS ≥ 1 gets a msg row, after room is made by its bound: persistent
+ * sessions in `durable` (their drops in the publish's `records`), clean ones in the rows returned
+ * (their drops committed at once, by their committer).
  */
-function planSessions(context: PublishContext, publication: Publication, durable: SessionRows): SessionRows | undefined {
-  let transient: SessionRows | undefined;
+function planSessions(context: PublishContext, publication: Publication, durable: SessionRow[], records: PendingRecord[]): SessionRow[] | undefined {
+  let transient: SessionRow[] | undefined;
   for (const [session, subscriptionQos] of publication.sessions) {
     const qos = minQos(publication.qos, subscriptionQos);
     if (qos === 0) continue;
-    const planned = session.committer === context.committer ? durable : (transient ??= { rows: [], records: [] });
-    context.delivery.makeRoom(session, publication.payload.byteLength, planned.records);
-    planned.rows.push([session.clientId, session.state.nextSeq, qos]);
+    const logged = session.committer === context.committer;
+    context.delivery.makeRoom(session, publication.payload.byteLength, logged ? records : undefined);
+    (logged ? durable : (transient ??= [])).push([session.clientId, session.state.nextSeq, qos]);
   }
   return transient;
 }

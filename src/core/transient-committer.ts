@@ -10,10 +10,11 @@
  * to write fewer records), through the same leaves as their records.
  */
 import { apply, storedMessageOf } from '../projections/apply.js';
-import { destinationOf, markDelivered, removeFinished } from '../projections/destinations.js';
+import { destinationOf, enqueueRows, markDelivered, removeFinished } from '../projections/destinations.js';
 import { RecordKind, type BrokerRecord, type DestinationRef, type MsgBody } from '../projections/records.js';
 import { initialState, type BrokerState, type StoredMessage } from '../projections/state.js';
 import type { DestinationCommitter, PendingRecord, SettleKind } from './committer.js';
+import type { SessionRow } from './publish.js';
 
 export class TransientCommitter implements DestinationCommitter {
   readonly durable = false;
@@ -24,19 +25,26 @@ export class TransientCommitter implements DestinationCommitter {
 
   constructor(private readonly clock: () => number) {}
 
-  /** `message`: the message of the msg record among them, when the caller has it already (else made from the record). */
-  commit(records: readonly PendingRecord[], message?: StoredMessage): undefined {
+  commit(records: readonly PendingRecord[]): undefined {
     const timestamp = this.clock();
     for (let i = 0; i < records.length; i++) {
       const { kind, body } = records[i]!;
       const stamped = { lsn: this.state.lastLsn + 1, timestamp, kind, body } as BrokerRecord;
-      apply(this.state, stamped, kind === RecordKind.msg ? message ?? storedMessageOf(body as MsgBody, stamped.lsn, timestamp) : undefined);
+      apply(this.state, stamped, kind === RecordKind.msg ? storedMessageOf(body as MsgBody, stamped.lsn, timestamp) : undefined);
     }
     return undefined;
   }
 
   commitQuietly(records: readonly PendingRecord[]): void {
     this.commit(records);
+  }
+
+  /**
+   * What a msg record listing `rows` does when applied, its message held by the entries: for a
+   * publish, without building the record (it goes nowhere, and this runs for every message).
+   */
+  enqueue(rows: readonly SessionRow[], message: StoredMessage): void {
+    enqueueRows(this.state.sessions, rows, 0, message.payload.byteLength, message);
   }
 
   settleLater(kind: SettleKind, ref: DestinationRef, seq: number): void {

@@ -37,7 +37,7 @@ export function applyMsgToDestinations(state: BrokerState, body: MsgBody, lsn: n
 }
 
 /** Rows of [destination name, seq, qos] (sessions, groups). */
-function enqueueRows(destinations: ReadonlyMap<string, DestinationState>, rows: ReadonlyArray<readonly [string, number, 1 | 2]>, lsn: number, size: number, held?: StoredMessage): void {
+export function enqueueRows(destinations: ReadonlyMap<string, DestinationState>, rows: ReadonlyArray<readonly [string, number, 1 | 2]>, lsn: number, size: number, held?: StoredMessage): void {
   // Indexed loops, not for-of with destructuring (an iterator per entry): these run for every record replayed.
   for (let i = 0; i < rows.length; i++) {
     const row = rows[i]!;
