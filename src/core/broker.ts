@@ -301,7 +301,7 @@ export class Broker {
   }
 }
 
-/** Roughly the encoded size of a snapshot: 25 bytes per queued entry, a few per document reference (deltas), room for the rest. */
+/** Roughly the encoded size of a snapshot: a few bytes per queued entry (packed columns) and per document reference (deltas), room for the rest. */
 function snapshotBytesEstimate(state: BrokerState): number {
   let entries = 0;
   for (const session of state.sessions.values()) entries += session.pending.size;
@@ -309,7 +309,7 @@ function snapshotBytesEstimate(state: BrokerState): number {
   for (const group of state.groups.values()) entries += group.pending.size;
   let documents = 0;
   for (const collection of state.collections.values()) documents += collection.documents.size;
-  return 256 * 1024 + entries * 26 + documents * 4;
+  return 256 * 1024 + entries * 4 + documents * 4;
 }
 
 /**

@@ -2,23 +2,27 @@
  * Broker state ⇄ a plain, MessagePack-friendly value, for snapshot files and
  * for comparing states in tests (two states are equal iff their encodings are).
  *
- * Layout (version 2): a destination's entries are references — five columns
- * (seq, LSN, size, deliveries, flags) written as the raw bytes of their typed
- * arrays (little-endian, as every platform Node supports), so a snapshot
- * costs O(entries) with no object per entry and holds no payload. Messages
- * not in the log (held) are written inline. Map order is kept, so a restored
- * state iterates like the original. A queue's row ends with its x-arguments
- * only when it has some: rows written before arguments existed read the same.
- * Shared-subscription groups are an optional trailing field: a snapshot
- * written before groups existed reads as having none. A session's
- * subscription is [filter, qos], with its MQTT 5 options (short keys, as in
- * the sub record) as a third element only when it has some.
+ * Layout (version 3): a destination's entries are references — five columns
+ * (seq, LSN, size, deliveries, flags), packed as varints (seqs and LSNs as
+ * differences, the others as runs: entry-columns-codec.ts), so a snapshot
+ * costs O(entries), about a byte an entry for a queue filled in order, with
+ * no object per entry and no payload. Messages not in the log (held) are
+ * written inline. Map order is kept, so a restored state iterates like the
+ * original. A queue's row ends with its x-arguments only when it has some:
+ * rows written before arguments existed read the same. Shared-subscription
+ * groups are an optional trailing field: a snapshot written before groups
+ * existed reads as having none. A session's subscription is [filter, qos],
+ * with its MQTT 5 options (short keys, as in the sub record) as a third
+ * element only when it has some.
  *
- * Version 1 (Cairn 0.1: every queued message's payload inline) is still read:
- * its messages become held entries, so nothing depends on segments that the
- * old retention may have removed; the next snapshot is written as version 2.
+ * Older versions are still read, and the next snapshot is written as
+ * version 3: version 2 (the same, with each column the raw bytes of its typed
+ * array, little-endian: 25 bytes an entry), and version 1 (Cairn 0.1: every
+ * queued message's payload inline), whose messages become held entries, so
+ * nothing depends on segments that the old retention may have removed.
  */
 import { decodeCollections, encodeCollections, type EncodedCollection } from './collections.js';
+import { packColumns, unpackColumns, type PackedColumns } from './entry-columns-codec.js';
 import { EntryQueue } from './entry-queue.js';
 import { bindingKey } from './state.js';
 import { pendingWillOf, willBody } from './pending-will.js';
@@ -28,11 +32,14 @@ import type {
   BindingState, BrokerState, DestinationState, ExchangeState, GroupState, QueueState, RetainedValue, SessionState, StoredMessage, SubscriptionOptions,
 } from './state.js';
 
-export const snapshotFormatVersion = 2;
-const readableVersions = [1, 2];
+export const snapshotFormatVersion = 3;
+const readableVersions = [1, 2, 3];
 
-/** seqs (f64), lsns (f64), sizes (u32), deliveries (u32), flags (u8), held messages by seq. */
-type EncodedEntries = [Uint8Array, Uint8Array, Uint8Array, Uint8Array, Uint8Array, Array<[number, StoredMessage]>];
+/**
+ * The five columns (version 3: packed, see entry-columns-codec.ts; version 2: raw seqs f64, lsns f64, sizes u32,
+ * deliveries u32, flags u8), then the held messages by seq.
+ */
+type EncodedEntries = [...PackedColumns, Array<[number, StoredMessage]>];
 
 /** An MQTT 5 session's expiry interval (s) and, while it is offline, its end (ms since the epoch) and its delayed will (as in the offline record). */
 interface EncodedSessionExpiry { e?: number; until?: number; w?: WillBody }
@@ -79,10 +86,7 @@ export interface EncodedState {
   groups?: Array<[string, string[], EncodedEntries, number, number]>;
 }
 
-/**
- * `columns: 'views'` encodes entry columns as views of the live state (no copy of 25 bytes an entry):
- * only for a caller that serializes the result before the state changes again (Broker.snapshot).
- */
+/** `columns`: whether the caller serializes the result before the state changes again (Broker.snapshot); packed columns are copies either way. */
 export function encodeState(state: BrokerState, columns: 'copies' | 'views' = 'copies'): EncodedState {
   const sessions = [...state.sessions.values()].map((s) => [
     s.clientId, encodeSubscriptions(s), encodeEntries(s, columns), s.nextSeq, [...s.rx2], [...s.rel], s.dropped,
@@ -109,19 +113,28 @@ export function encodeState(state: BrokerState, columns: 'copies' | 'views' = 'c
 function encodeEntries(destination: DestinationState, columns: 'copies' | 'views'): EncodedEntries {
   const c = columns === 'views' ? destination.pending.columnViews() : destination.pending.columns();
   const held = [...destination.pending.heldEntries()].map(([seq, m]) => [seq, normalizedMessage(m)] as [number, StoredMessage]);
-  return [bytesOf(c.seqs), bytesOf(c.lsns), bytesOf(c.sizes), bytesOf(c.deliveries), bytesOf(c.flags), held];
+  return [...packColumns(c, c.seqs.length), held];
 }
 
+/** Room for half as many entries again: the queue grows into it after a restart without copying its columns. */
+const roomToGrow = (count: number): number => (count >> 1) + 8;
+
 function decodeEntries(encoded: EncodedEntries): EntryQueue<StoredMessage> {
+  const [seqs, lsns, sizes, deliveries, flags, held] = encoded;
+  const { columns, count } = unpackColumns([seqs, lsns, sizes, deliveries, flags], roomToGrow);
+  return EntryQueue.fromColumns(columns, new Map(held), count);
+}
+
+/** Version 2 columns: the raw little-endian bytes of each typed array. */
+function decodeVersion2Entries(encoded: EncodedEntries): EntryQueue<StoredMessage> {
   const [seqBytes, lsnBytes, sizeBytes, deliveryBytes, flagBytes, held] = encoded;
   const count = seqBytes.byteLength / Float64Array.BYTES_PER_ELEMENT;
   const expected = [count * Float64Array.BYTES_PER_ELEMENT, count * Uint32Array.BYTES_PER_ELEMENT, count * Uint32Array.BYTES_PER_ELEMENT, count];
   if (!Number.isInteger(count) || ![lsnBytes, sizeBytes, deliveryBytes, flagBytes].every((bytes, i) => bytes.byteLength === expected[i])) {
     throw new Error('snapshot is inconsistent: entry columns differ in length');
   }
-  // One copy each, into arrays with room for the queue to grow (the copy also aligns them: decoded binaries are
-  // views at any offset). Untouched room costs no memory until used.
-  const capacity = count + (count >> 1) + 8;
+  // One copy each, into arrays with room to grow (the copy also aligns them: decoded binaries are views at any offset).
+  const capacity = count + roomToGrow(count);
   const columns = {
     seqs: copyInto(new Float64Array(capacity), seqBytes),
     lsns: copyInto(new Float64Array(capacity), lsnBytes),
@@ -154,9 +167,9 @@ export function decodeState(encoded: EncodedState): BrokerState {
     throw new Error(`snapshot format version ${encoded.v} is not supported (this Cairn reads versions ${readableVersions.join(' and ')}): written by a newer Cairn?`);
   }
   const version1 = encoded.v === 1 ? new Map((encoded as unknown as { messages: StoredMessage[] }).messages.map((m) => [m.lsn, m])) : undefined;
-  const entriesOf = (entries: unknown): EntryQueue<StoredMessage> => (version1 === undefined
-    ? decodeEntries(entries as EncodedEntries)
-    : decodeVersion1Entries(entries as Array<[number, number, 1 | 2, number]>, version1));
+  const entriesOf = (entries: unknown): EntryQueue<StoredMessage> => (version1 !== undefined
+    ? decodeVersion1Entries(entries as Array<[number, number, 1 | 2, number]>, version1)
+    : encoded.v === 2 ? decodeVersion2Entries(entries as EncodedEntries) : decodeEntries(entries as EncodedEntries));
   const sessions = new Map<string, SessionState>();
   for (const [clientId, subs, entries, nextSeq, rx2, rel, dropped, expiry] of encoded.sessions) {
     sessions.set(clientId, {
@@ -190,9 +203,6 @@ function normalizedMessage(message: StoredMessage): StoredMessage {
   return { ...message, payload: toBytes(message.payload), ...(message.properties ? { properties: toBytes(message.properties) } : {}) };
 }
 
-function bytesOf(array: Float64Array | Uint32Array | Uint8Array): Uint8Array {
-  return new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
-}
 
 /** Buffers and Uint8Arrays compare and encode alike once normalized. */
 function toBytes(bytes: Uint8Array): Uint8Array {
