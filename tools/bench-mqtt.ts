@@ -157,9 +157,12 @@ export interface Throughput { readonly rate: number; readonly received: number; 
 
 /**
  * Publisher → one live clean subscriber, or (sharedMembers > 0) the members of one shared subscription `$share/bench/TOPIC`;
- * with `protocolVersion` 5 every client is an MQTT 5 one and every publish carries user properties.
+ * with `protocolVersion` 5 every client is an MQTT 5 one and every publish carries user properties. With `windowMessages`
+ * the publisher keeps at most that many messages published and not yet received (end to end): below a clean session's
+ * bound, none is dropped, so the rate is that of a pipeline that delivers everything (without it a pipelined publisher
+ * outruns the subscriber and the session drops the oldest past its bound: the rate is then of what arrived).
  */
-export async function throughput(port: number, topic: string, qos: 0 | 1, sharedMembers = 0, protocolVersion: 4 | 5 = 4): Promise<Throughput> {
+export async function throughput(port: number, topic: string, qos: 0 | 1, sharedMembers = 0, protocolVersion: 4 | 5 = 4, windowMessages?: number): Promise<Throughput> {
   const filter = sharedMembers === 0 ? topic : `$share/bench/${topic}`;
   const subscribers = await Promise.all(Array.from({ length: Math.max(1, sharedMembers) }, (_, i) => connect(port, `bench-sub-${topic}-${i}`, true, protocolVersion)));
   const publisher = await connect(port, `bench-tpub-${topic}`, true, protocolVersion);
@@ -172,17 +175,20 @@ export async function throughput(port: number, topic: string, qos: 0 | 1, shared
     let lastAt = performance.now();
     let done: () => void = () => undefined;
     const allReceived = new Promise<void>((resolvePromise) => { done = resolvePromise; });
+    /** Wakes a publisher waiting for room in its window. */
+    let roomMade: (() => void) | undefined;
     const onMessage = (): void => {
       received++;
       lastAt = performance.now();
+      roomMade?.();
       if (received === throughputCount) done();
     };
     for (const subscriber of subscribers) subscriber.on('message', onMessage);
     let acked = 0;
     const started = performance.now();
-    for (let i = 0; i < throughputCount; i++) publisher.publish(topic, payload, options, (error) => { if (!error) acked++; });
-    // Wait for all, or until nothing arrived for stallMs (QoS 0 may drop).
-    await Promise.race([
+    lastAt = started;
+    // All received, or nothing arrived for stallMs (QoS 0 may drop).
+    const finished = Promise.race([
       allReceived,
       new Promise<void>((resolvePromise) => {
         const timer = setInterval(() => {
@@ -190,7 +196,14 @@ export async function throughput(port: number, topic: string, qos: 0 | 1, shared
         }, 100);
         void allReceived.then(() => { clearInterval(timer); resolvePromise(); });
       }),
-    ]);
+    ]).then(() => true);
+    publishing: for (let i = 0; i < throughputCount; i++) {
+      while (windowMessages !== undefined && i - received >= windowMessages) {
+        if (await Promise.race([finished, new Promise<false>((wake) => { roomMade = () => wake(false); })])) break publishing;
+      }
+      publisher.publish(topic, payload, options, (error) => { if (!error) acked++; });
+    }
+    await finished;
     const seconds = (lastAt - started) / 1000;
     return { rate: received / seconds, received, acked: qos === 0 ? Number.NaN : acked, seconds };
   } finally {
