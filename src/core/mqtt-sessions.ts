@@ -65,7 +65,6 @@ export class SessionRuntime extends DestinationRuntime<StoredMessage> {
     return this.committer.durable;
   }
 
-
   /** Whether the in-flight window (own messages, shared deliveries, owed PUBRELs) has room, narrowed by an MQTT 5 client's Receive Maximum [MQTT-4.9.0-1]. */
   windowHasRoom(windowMax: number): boolean {
     return this.unacked.size + this.sharedInflight.size + this.state.rel.size < Math.min(windowMax, this.link?.inflightMax ?? Infinity);
