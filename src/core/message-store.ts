@@ -10,7 +10,7 @@
  * socket read chunk, see unpinned-bytes.ts).
  * Reads from the log are not cached: a consumer draining an old backlog reads
  * each message once, and caching it would only push out the recent messages
- * that live consumers are about to need. Only the last few reads are kept
+ * that live consumers are about to need. Only the last few reads of small bodies are kept
  * (a handful of slots, by LSN): a queue's head is often read twice, once to
  * arm its expiry timer and once when a consumer takes it.
  */
@@ -36,6 +36,8 @@ const cachedMessageOverheadBytes = 160;
 
 /** Messages read from the log that are kept for a second read: a few per queue being drained at once. */
 const recentReadsMax = 16;
+/** Only bodies up to this size are kept (at most 1 MiB in all, whatever the messages' sizes). */
+export const recentReadBytesMax = 64 * 1024;
 
 export class MessageStore {
   /**
@@ -123,8 +125,10 @@ export class MessageStore {
     }
     if (record.kind !== RecordKind.msg) throw new MessageReadError(lsn, new Error(`the record at LSN ${lsn} is not a message (kind ${record.kind})`));
     const message = storedMessageOf(record.body as MsgBody, record.lsn, record.timestamp);
-    this.recentReads[this.recentReadNext] = message;
-    this.recentReadNext = (this.recentReadNext + 1) % recentReadsMax;
+    if (message.payload.byteLength <= recentReadBytesMax) {
+      this.recentReads[this.recentReadNext] = message;
+      this.recentReadNext = (this.recentReadNext + 1) % recentReadsMax;
+    }
     return message;
   }
 

@@ -4,7 +4,7 @@
  * new window instead of growing one slot per LSN in between.
  */
 import { describe, expect, it } from 'vitest';
-import { MessageStore, MessageReadError } from '../../src/core/message-store.js';
+import { MessageStore, MessageReadError, recentReadBytesMax } from '../../src/core/message-store.js';
 import { RecordKind, type BrokerRecord } from '../../src/projections/records.js';
 import type { StoredMessage } from '../../src/projections/state.js';
 
@@ -97,5 +97,14 @@ describe('MessageStore', () => {
     const before = log.reads;
     expect(store.read(5).topic).toBe('t5');
     expect(log.reads).toBe(before + 1);
+  });
+
+  it('does not keep a large body read from the log: what it holds stays bounded in bytes, not only in messages', () => {
+    const log = new FakeLog();
+    const store = new MessageStore(log, 0);
+    log.append(messageAt(1, recentReadBytesMax + 1));
+    log.append(messageAt(2, recentReadBytesMax));
+    for (const lsn of [1, 1, 2, 2]) store.read(lsn);
+    expect(log.reads).toBe(3);
   });
 });
