@@ -6,10 +6,12 @@
  * event loop per scrape, a pause every client felt (bench: `npm run bench --
  * scrape`). One pass over the queues reads their figures, and the series are
  * written as bytes into a reused buffer (http/answer-bytes.ts), each queue's
- * labels encoded once.
+ * labels encoded once, in slices with turns of the event loop between them
+ * (http/answer-slices.ts): the figures are all read before the first slice.
  */
 import type { Broker } from './core/broker.js';
 import { AnswerBytes } from './http/answer-bytes.js';
+import { renderAtOnce, sliceItems } from './http/answer-slices.js';
 import { metricNames } from './metric-names.js';
 
 /** Queues beyond this many get no per-object series of their own (they still count in the aggregated sums). */
@@ -42,9 +44,14 @@ function labelsOf(queue: { readonly name: string }): Buffer {
 const familyHeaders = queueFamilies.map(([name, help]) => `# HELP ${name} ${help}\n# TYPE ${name} gauge\n`);
 const familyNames = queueFamilies.map(([name]) => Buffer.from(name));
 
-/** The four families, one series per queue (the first queueSeriesMax queues), HELP and TYPE first, into `out`; ends with a newline. */
-export function writePerQueueExposition(broker: Broker, out: AnswerBytes): void {
-  // The figures are read once per queue, then written family by family.
+/** The queues of one per-object exposition and their figures (four per queue, in queueFamilies' order), read at one moment. */
+export interface QueueFigures {
+  readonly queues: ReadonlyArray<{ readonly name: string }>;
+  readonly figures: readonly number[];
+}
+
+/** The first queueSeriesMax queues' figures, now. */
+export function readQueueFigures(broker: Broker): QueueFigures {
   const queues: Array<{ readonly name: string }> = [];
   const figures: number[] = [];
   for (const queue of broker.queues.values()) {
@@ -53,12 +60,22 @@ export function writePerQueueExposition(broker: Broker, out: AnswerBytes): void 
     queues.push(queue);
     figures.push(queue.readyCount, unacknowledged, queue.readyCount + unacknowledged, queue.consumers.length);
   }
+  return { queues, figures };
+}
+
+/**
+ * The four families, one series per queue of `queues`, HELP and TYPE first, into `out`; ends with a newline. Yields
+ * after every sliceItems series (answer-slices.ts).
+ */
+export function* perQueueExpositionSlices({ queues, figures }: QueueFigures, out: AnswerBytes): Generator<void, void, undefined> {
+  let written = 0;
   for (let family = 0; family < queueFamilies.length; family++) {
     out.ascii(familyHeaders[family]!);
     const name = familyNames[family]!;
     for (let i = 0; i < queues.length; i++) {
       const labels = labelsOf(queues[i]!);
       out.range(name, 0, name.length).range(labels, 0, labels.length).number(figures[4 * i + family]!).ascii('\n');
+      if (++written % sliceItems === 0) yield;
     }
   }
 }
@@ -66,6 +83,6 @@ export function writePerQueueExposition(broker: Broker, out: AnswerBytes): void 
 /** The same as text (tests). */
 export function perQueueExposition(broker: Broker): string {
   const out = new AnswerBytes(Buffer.alloc(256));
-  writePerQueueExposition(broker, out);
+  renderAtOnce(perQueueExpositionSlices(readQueueFigures(broker), out));
   return out.view().toString('utf8');
 }

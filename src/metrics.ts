@@ -33,7 +33,8 @@ import type { Broker } from './core/broker.js';
 import { metricNames } from './metric-names.js';
 import { registerBrokerGauges } from './metrics-gauges.js';
 import { AnswerBytes } from './http/answer-bytes.js';
-import { writePerQueueExposition } from './metrics-per-queue.js';
+import { nextTurn, renderAtOnce, renderInSlices } from './http/answer-slices.js';
+import { perQueueExpositionSlices, readQueueFigures } from './metrics-per-queue.js';
 import type { ManagedConnection } from './protocols/connection-description.js';
 import { version } from './version.js';
 
@@ -68,6 +69,19 @@ function copyProtocolTotals(counter: CounterType<'protocol'>, totals: Readonly<R
  * costly part of /metrics. A Prometheus scrapes every 15 s or so; a second's age is below what it can see.
  */
 export const processMetricsReuseMs = 1_000;
+
+/**
+ * registry.metrics()'s text, one metric per turn of the event loop: reading prom-client's process and Node.js
+ * metrics (memory, heap spaces, /proc, open descriptors) held the loop for a millisecond or more in one go.
+ */
+export async function textInSlices(registry: Registry): Promise<string> {
+  const texts: string[] = [];
+  for (const metric of registry.getMetricsAsArray()) {
+    texts.push(await registry.getSingleMetricAsString(metric.name));
+    await nextTurn();
+  }
+  return `${texts.join('\n\n')}\n`;
+}
 
 export class Metrics {
   /** prom-client's default process_* and nodejs_* metrics (both expositions, read through processMetricsText). */
@@ -208,23 +222,31 @@ export class Metrics {
     return `${processText}${rest}`;
   }
 
-  /** The /metrics/per-object exposition (one series per queue; none before collectFrom), written into `out`. */
-  async writePerObject(out: AnswerBytes): Promise<void> {
+  /**
+   * The /metrics/per-object exposition (one series per queue; none before collectFrom), written into `out`: the
+   * per-queue series in slices with turns of the event loop between them unless `atOnce`. Cairn's gauges and the
+   * queues' figures are read together, before the first turn.
+   */
+  async writePerObject(out: AnswerBytes, atOnce = false): Promise<void> {
+    const queues = this.collecting === undefined ? undefined : readQueueFigures(this.collecting);
     const [processText, shared] = await Promise.all([this.processMetricsText(), this.shared.metrics()]);
     out.utf8(processText).utf8(shared);
-    if (this.collecting !== undefined) writePerQueueExposition(this.collecting, out);
+    if (queues === undefined) return;
+    const slices = perQueueExpositionSlices(queues, out);
+    if (atOnce) renderAtOnce(slices);
+    else await renderInSlices(slices);
   }
 
-  /** The same as text (tests). */
-  async perObjectText(): Promise<string> {
+  /** The same as text (tests), in slices or at once. */
+  async perObjectText(atOnce = false): Promise<string> {
     const out = new AnswerBytes(Buffer.alloc(1024));
-    await this.writePerObject(out);
+    await this.writePerObject(out, atOnce);
     return out.view().toString('utf8');
   }
 
   private processMetricsText(): Promise<string> {
     const now = performance.now();
-    if (this.processText === undefined || now - this.processText.at >= processMetricsReuseMs) this.processText = { at: now, text: this.process.metrics() };
+    if (this.processText === undefined || now - this.processText.at >= processMetricsReuseMs) this.processText = { at: now, text: textInSlices(this.process) };
     return this.processText.text;
   }
 

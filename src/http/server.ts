@@ -41,6 +41,7 @@ import { describeClients, type ListenerAddress } from './management/resources.js
 import { managementRoutes } from './management/routes.js';
 import type { SystemFacts } from './management/system.js';
 import { AnswerBytesPool, whenSent } from './answer-bytes.js';
+import { writeInPieces } from './write-in-pieces.js';
 import { loadConsoleFiles } from './console-files.js';
 import { recentRecords, traceOf } from './log-records.js';
 import { QueryError } from './query.js';
@@ -282,7 +283,7 @@ function send(response: ServerResponse, status: number, contentType: string, bod
   // Buffer (Node's string write path), and a scrape of 1,000 queues sends hundreds of KiB.
   const bytes = typeof body === 'string' ? Buffer.from(body) : body;
   response.writeHead(status, { 'Content-Type': contentType, 'Content-Length': bytes.length, 'Cache-Control': 'no-store' });
-  response.end(bytes);
+  writeInPieces(response, bytes);
 }
 
 function sessionCounts(broker: Broker): { total: number; connected: number; persistent: number; pending: number } {

@@ -9,10 +9,13 @@
  * fields that never change for a queue (its name, flags and arguments: all
  * fixed when it is declared) encoded once per queue and kept. Invariant: the
  * text equals JSON.stringify of the object form, byte for byte (a property
- * test checks it over random names and figures).
+ * test checks it over random names and figures). A list is written in slices
+ * (answer-slices.ts) from the queues' changing fields copied before the first
+ * slice, so it shows one moment like the object form.
  */
 import type { QueueRuntime } from '../../core/amqp-queue.js';
 import { AnswerBytes } from '../answer-bytes.js';
+import { renderAtOnce, sliceItems } from '../answer-slices.js';
 
 /** What a queue's JSON is read from (a QueueRuntime; tests pass plain objects). */
 export type QueueView = Pick<QueueRuntime, 'name' | 'durable' | 'autoDelete' | 'exclusiveOwner' | 'queueArguments' | 'readyCount' | 'dropped'> & {
@@ -61,6 +64,17 @@ export function queueFields(node: string): readonly QueueField[] {
   ];
 }
 
+/** What of `queue` may change, copied now (its fixed fields are shared: they never change). */
+function copyOfNow(queue: QueueView): QueueView {
+  const { name, durable, autoDelete, exclusiveOwner, queueArguments, readyCount, dropped, exclusiveConsumer } = queue;
+  return {
+    name, durable, autoDelete, exclusiveOwner, queueArguments, readyCount, dropped,
+    unacked: { size: queue.unacked.size },
+    consumers: { length: queue.consumers.length },
+    exclusiveConsumer: exclusiveConsumer === undefined ? undefined : { tag: exclusiveConsumer.tag },
+  };
+}
+
 /** The object form: one queue as RabbitMQ's API shows it. */
 export function queueObject(fields: readonly QueueField[], queue: QueueView): Readonly<Record<string, unknown>> {
   const object: Record<string, unknown> = {};
@@ -101,26 +115,32 @@ export class QueueListWriter {
     return indexes;
   }
 
-  /** `[{...},{...}]` for `queues`, in their order, with the fields at `indexes`, into `out`. */
-  write(queues: Iterable<QueueView>, indexes: readonly number[], out: AnswerBytes): void {
+  /** `[{...},{...}]` for `queues`, in their order, with the fields at `indexes`, into `out`, in one go. */
+  write(queues: readonly QueueView[], indexes: readonly number[], out: AnswerBytes): void {
+    renderAtOnce(this.writeSlices(queues, indexes, out));
+  }
+
+  /** The same, yielding after every sliceItems queues; what changes of the queues is read at the first step. */
+  *writeSlices(queues: readonly QueueView[], indexes: readonly number[], out: AnswerBytes): Generator<void, void, undefined> {
+    const now = queues.map(copyOfNow);
     out.ascii('[');
-    let first = true;
-    for (const queue of queues) {
-      if (!first) out.ascii(',');
-      first = false;
-      this.writeObject(queue, indexes, out);
+    for (let i = 0; i < queues.length; i++) {
+      if (i > 0) out.ascii(',');
+      this.writeObject(queues[i]!, now[i]!, indexes, out);
+      if ((i + 1) % sliceItems === 0) yield;
     }
     out.ascii(']');
   }
 
   /** The same as a string (tests). */
-  listText(queues: Iterable<QueueView>, indexes: readonly number[]): string {
+  listText(queues: readonly QueueView[], indexes: readonly number[]): string {
     const out = new AnswerBytes(Buffer.alloc(16));
     this.write(queues, indexes, out);
     return out.view().toString('utf8');
   }
 
-  private writeObject(queue: QueueView, indexes: readonly number[], out: AnswerBytes): void {
+  /** `queue`'s object: its fixed fields from the text kept for it, the others from `now`. */
+  private writeObject(queue: QueueView, now: QueueView, indexes: readonly number[], out: AnswerBytes): void {
     const fixed = this.fixedTextOf(queue);
     out.ascii('{');
     // Neighbouring fixed fields are one copy: their text lies side by side, comma included.
@@ -140,7 +160,7 @@ export class QueueListWriter {
           copyStart = start;
           copyEnd = fixed.ranges[2 * index + 1]!;
         } else {
-          this.writeChanging(this.fields[index]!, index, queue, out);
+          this.writeChanging(this.fields[index]!, index, now, out);
         }
       }
       previous = index;

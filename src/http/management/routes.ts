@@ -8,6 +8,7 @@ import type { Broker } from '../../core/broker.js';
 import type { ManagedConnection } from '../../protocols/connection-description.js';
 import { notFound } from '../http-error.js';
 import type { AnswerBytesPool } from '../answer-bytes.js';
+import { renderInSlices } from '../answer-slices.js';
 import { json, jsonContentType, noContent, path, pooledAnswer, segment, type Answer, type RequestContext, type Route } from '../route.js';
 import * as commands from './commands.js';
 import { checkParameters, listAnswer, listItemsMax, objectAnswer, wholeListColumns, type Item } from './listing.js';
@@ -34,13 +35,16 @@ function list(items: readonly Item[], context: RequestContext): Answer {
   return json(body, 200, headers);
 }
 
-/** GET /api/queues: a whole list (all of it, or some columns) is written as bytes, anything else goes through listAnswer. */
-function queueList(broker: Broker, pool: AnswerBytesPool, context: RequestContext): Answer {
+/**
+ * GET /api/queues: a whole list (all of it, or some columns) is written as bytes in slices with turns of the event
+ * loop between them (answer-slices.ts), anything else goes through listAnswer.
+ */
+async function queueList(broker: Broker, pool: AnswerBytesPool, context: RequestContext): Promise<Answer> {
   const queues = sortedQueues(broker);
   const whole = wholeListColumns(context.url);
   if (whole === undefined || queues.length > listItemsMax) return list(queues.map(queueJson), context);
   const out = pool.take();
-  queueListWriter.write(queues, queueListWriter.columnIndexes(whole.columns), out);
+  await renderInSlices(queueListWriter.writeSlices(queues, queueListWriter.columnIndexes(whole.columns), out));
   out.ascii('\n');
   return pooledAnswer(out, pool, jsonContentType);
 }
