@@ -72,7 +72,8 @@ export const processMetricsReuseMs = 1_000;
 
 /**
  * registry.metrics()'s text, one metric per turn of the event loop: reading prom-client's process and Node.js
- * metrics (memory, heap spaces, /proc, open descriptors) held the loop for a millisecond or more in one go.
+ * metrics (memory, heap spaces, /proc, open descriptors), or formatting Cairn's ~40 families, held the loop for
+ * about a millisecond in one go. Each family is read at one moment; two families may be a turn apart.
  */
 export async function textInSlices(registry: Registry): Promise<string> {
   const texts: string[] = [];
@@ -218,18 +219,18 @@ export class Metrics {
   /** The /metrics exposition (object metrics aggregated). */
   async text(): Promise<string> {
     this.aggregatedView ??= Registry.merge([this.shared, this.aggregatedObjects]);
-    const [processText, rest] = await Promise.all([this.processMetricsText(), this.aggregatedView.metrics()]);
+    const [processText, rest] = await Promise.all([this.processMetricsText(), textInSlices(this.aggregatedView)]);
     return `${processText}${rest}`;
   }
 
   /**
    * The /metrics/per-object exposition (one series per queue; none before collectFrom), written into `out`: the
-   * per-queue series in slices with turns of the event loop between them unless `atOnce`. Cairn's gauges and the
-   * queues' figures are read together, before the first turn.
+   * per-queue series in slices with turns of the event loop between them unless `atOnce`, from the queues' figures
+   * read at one moment, before the first turn.
    */
   async writePerObject(out: AnswerBytes, atOnce = false): Promise<void> {
     const queues = this.collecting === undefined ? undefined : readQueueFigures(this.collecting);
-    const [processText, shared] = await Promise.all([this.processMetricsText(), this.shared.metrics()]);
+    const [processText, shared] = await Promise.all([this.processMetricsText(), textInSlices(this.shared)]);
     out.utf8(processText).utf8(shared);
     if (queues === undefined) return;
     const slices = perQueueExpositionSlices(queues, out);
