@@ -14,6 +14,14 @@
  * xxh64 and compares the result with the stored checksum inside WebAssembly:
  * integers only cross the boundary (~90 ns with the copy in). If the file is
  * not where this version of the package ships it, the library path is used.
+ *
+ * Encoding a frame has the mirror problem: h64Raw's BigInt, masked, then
+ * split again into the frame, and a view to hash, for every record appended.
+ * So the append path composes each frame in the WebAssembly memory of its own
+ * instance (`frameScratch`), where the helper's `stamp` stores the checksum in
+ * place (`stampScratch`), and copies the finished frame into its batch: no
+ * BigInt, no view but the one copied out. Its own instance, so that appends
+ * never evict the window a reader keeps resident in the other one.
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -53,23 +61,31 @@ export function checksum64Parts(parts: readonly Uint8Array[]): bigint {
  *     (func (export "matches") (param $at i32) (param $length i32) (result i32)
  *       (i64.eq
  *         (call $xxh64 (i32.add (local.get $at) (i32.const 8)) (i32.sub (local.get $length) (i32.const 8)) (i64.const 0))
- *         (i64.load (local.get $at)))))
+ *         (i64.load (local.get $at))))
+ *     (func (export "stamp") (param $at i32) (param $length i32)
+ *       (i64.store (local.get $at)
+ *         (call $xxh64 (i32.add (local.get $at) (i32.const 8)) (i32.sub (local.get $length) (i32.const 8)) (i64.const 0)))))
  */
 const helperModule = new Uint8Array([
   0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
-  // type section: 0 = (i32 i32 i64) -> i64, 1 = (i32 i32) -> i32
-  0x01, 0x0e, 0x02, 0x60, 0x03, 0x7f, 0x7f, 0x7e, 0x01, 0x7e, 0x60, 0x02, 0x7f, 0x7f, 0x01, 0x7f,
+  // type section: 0 = (i32 i32 i64) -> i64, 1 = (i32 i32) -> i32, 2 = (i32 i32) -> ()
+  0x01, 0x13, 0x03, 0x60, 0x03, 0x7f, 0x7f, 0x7e, 0x01, 0x7e, 0x60, 0x02, 0x7f, 0x7f, 0x01, 0x7f, 0x60, 0x02, 0x7f, 0x7f, 0x00,
   // import section: env.xxh64 (type 0), env.mem (memory, min 0 pages)
   0x02, 0x18, 0x02, 0x03, 0x65, 0x6e, 0x76, 0x05, 0x78, 0x78, 0x68, 0x36, 0x34, 0x00, 0x00,
   0x03, 0x65, 0x6e, 0x76, 0x03, 0x6d, 0x65, 0x6d, 0x02, 0x00, 0x00,
-  // function section: one function of type 1
-  0x03, 0x02, 0x01, 0x01,
-  // export section: "matches" = function 1
-  0x07, 0x0b, 0x01, 0x07, 0x6d, 0x61, 0x74, 0x63, 0x68, 0x65, 0x73, 0x00, 0x01,
-  // code section: the body above
-  0x0a, 0x18, 0x01, 0x16, 0x00,
+  // function section: two functions, of types 1 and 2
+  0x03, 0x03, 0x02, 0x01, 0x02,
+  // export section: "matches" = function 1, "stamp" = function 2
+  0x07, 0x13, 0x02, 0x07, 0x6d, 0x61, 0x74, 0x63, 0x68, 0x65, 0x73, 0x00, 0x01, 0x05, 0x73, 0x74, 0x61, 0x6d, 0x70, 0x00, 0x02,
+  // code section: the two bodies above
+  0x0a, 0x2e, 0x02,
+  0x16, 0x00,
   0x20, 0x00, 0x41, 0x08, 0x6a, 0x20, 0x01, 0x41, 0x08, 0x6b, 0x42, 0x00, 0x10, 0x00,
   0x20, 0x00, 0x29, 0x03, 0x00, 0x51, 0x0b,
+  0x15, 0x00,
+  0x20, 0x00,
+  0x20, 0x00, 0x41, 0x08, 0x6a, 0x20, 0x01, 0x41, 0x08, 0x6b, 0x42, 0x00, 0x10, 0x00,
+  0x37, 0x03, 0x00, 0x0b,
 ]);
 
 // The compile target's libs do not declare WebAssembly; these are the few members used here.
@@ -89,11 +105,42 @@ const wasmApi = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
 interface Direct {
   readonly memory: WasmMemory;
   readonly matches: (at: number, length: number) => number;
+  readonly stamp: (at: number, length: number) => void;
 }
 
 const wasmPageBytes = 64 * 1024;
 const direct = await instantiateDirect();
 let directBytes = direct === undefined ? new Uint8Array(0) : new Uint8Array(direct.memory.buffer);
+
+/** Memory in which the append path composes a frame for stampScratch; `bytes` and `view` cover the same bytes. */
+export interface FrameScratch {
+  readonly bytes: Uint8Array;
+  readonly view: DataView;
+}
+
+/**
+ * The largest frame composed in the scratch: its memory never grows past this (nor is it ever replaced, so
+ * its views stay valid). A bigger frame is hashed where it lies, its copy costing more than the BigInt.
+ */
+export const frameScratchBytesMax = 64 * 1024;
+const stamper = direct === undefined ? undefined : await instantiateDirect();
+const scratch = stamper === undefined ? undefined : scratchOf(stamper.memory);
+
+function scratchOf(memory: WasmMemory): FrameScratch {
+  const bytes = memory.buffer.byteLength;
+  if (bytes < frameScratchBytesMax) memory.grow(Math.ceil((frameScratchBytesMax - bytes) / wasmPageBytes));
+  return { bytes: new Uint8Array(memory.buffer), view: new DataView(memory.buffer) };
+}
+
+/** The scratch to compose a frame of `length` bytes in, at offset 0; undefined when it is too big (or WebAssembly is not direct). */
+export function frameScratch(length: number): FrameScratch | undefined {
+  return length <= frameScratchBytesMax ? scratch : undefined;
+}
+
+/** Stores in the scratch's bytes [0, 8), little-endian, the xxhash64 of its bytes [8, length); `length` as given to frameScratch. */
+export function stampScratch(length: number): void {
+  stamper!.stamp(0, length);
+}
 
 async function instantiateDirect(): Promise<Direct | undefined> {
   let wasm: Buffer;
@@ -107,7 +154,8 @@ async function instantiateDirect(): Promise<Direct | undefined> {
   const { mem, xxh64 } = instance.exports;
   if (!(mem instanceof wasmApi.Memory) || typeof xxh64 !== 'function') return undefined;
   const helper = await wasmApi.instantiate(helperModule, { env: { xxh64, mem } });
-  return { memory: mem, matches: helper.instance.exports['matches'] as Direct['matches'] };
+  const { matches, stamp } = helper.instance.exports;
+  return { memory: mem, matches: matches as Direct['matches'], stamp: stamp as Direct['stamp'] };
 }
 
 /**
@@ -180,4 +228,11 @@ export function chunkChecksumMatches(owner: number, fill: number, chunk: Uint8Ar
   assert(prefixedChecksumMatches(probe, 0, probe.length), 'xxhash direct path disagrees with xxhash-wasm: update checksum.ts');
   probe[100] = probe[100]! ^ 1;
   assert(!prefixedChecksumMatches(probe, 0, probe.length), 'xxhash direct path accepts a damaged range: update checksum.ts');
+  probe[100] = probe[100]! ^ 1;
+  const composed = frameScratch(probe.length);
+  if (composed !== undefined) {
+    composed.bytes.set(probe.subarray(8), 8);
+    stampScratch(probe.length);
+    assert(composed.view.getBigUint64(0, true) === probe.readBigUInt64LE(0), 'xxhash stamp disagrees with xxhash-wasm: update checksum.ts');
+  }
 }

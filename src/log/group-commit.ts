@@ -45,7 +45,7 @@ import { countLoneSync, markStage, Stage } from '../stage-timing.js';
 import { isDescriptorShortage, LogClosedError, toLogFailedError, type LogFailedError } from './errors.js';
 import { fdatasyncOnCallingThread, nodeFileSystem, writeFully, writeFullySync, type LogFileSystem } from './file-system.js';
 import { FrameOffsets } from './frame-offsets.js';
-import { assertFramesIntact, checkAppendRecord, encodeBody, frameHeaderBytes, writeFrameIn, type AppendRecord, type Lsn } from './record.js';
+import { assertFramesIntact, checkAppendRecord, encodeBody, frameHeaderBytes, writeFrame, type AppendRecord, type Lsn } from './record.js';
 import type { SegmentState } from './segment.js';
 import type { SyncLanes } from './sync-lane.js';
 import { ZeroFill, type ZeroFillSizes } from './zero-fill.js';
@@ -240,7 +240,7 @@ export class GroupCommit {
     const body = encodeBody(record.body);
     const batch = this.pending;
     batch.reserve(frameHeaderBytes + body.length);
-    const length = writeFrameIn(batch.view, batch.buffer, batch.length, lsn, record.timestamp, record.kind, body);
+    const length = writeFrame(batch.buffer, batch.length, lsn, record.timestamp, record.kind, body);
     batch.length += length;
     batch.noteRecord(lsn, record.timestamp, length);
     markStage(Stage.appended);
@@ -460,8 +460,6 @@ export class GroupCommit {
 /** Encoded frames waiting for (or in) one write. */
 class Batch {
   buffer: Buffer;
-  /** Over the same bytes as `buffer`, for writeFrameIn. */
-  view: DataView;
   length = 0;
   firstLsn = 0;
   lastLsn = 0;
@@ -473,7 +471,6 @@ class Batch {
 
   constructor(capacity: number) {
     this.buffer = Buffer.allocUnsafe(capacity);
-    this.view = new DataView(this.buffer.buffer, this.buffer.byteOffset, this.buffer.length);
   }
 
   reserve(bytes: number): void {
@@ -481,7 +478,6 @@ class Batch {
     const bigger = Buffer.allocUnsafe(Math.max(this.length + bytes, this.buffer.length * 2));
     this.buffer.copy(bigger, 0, 0, this.length);
     this.buffer = bigger;
-    this.view = new DataView(bigger.buffer, bigger.byteOffset, bigger.length);
   }
 
   noteRecord(lsn: Lsn, timestamp: number, frameBytes: number): void {
