@@ -45,7 +45,7 @@ import { countLoneSync, markStage, Stage } from '../stage-timing.js';
 import { isDescriptorShortage, LogClosedError, toLogFailedError, type LogFailedError } from './errors.js';
 import { fdatasyncOnCallingThread, nodeFileSystem, writeFully, writeFullySync, type LogFileSystem } from './file-system.js';
 import { FrameOffsets } from './frame-offsets.js';
-import { assertFramesIntact, checkAppendRecord, encodeBody, frameHeaderBytes, writeFrame, type AppendRecord, type Lsn } from './record.js';
+import { appendFrame, assertFramesIntact, type AppendRecord, type Lsn } from './record.js';
 import type { SegmentState } from './segment.js';
 import type { SyncLanes } from './sync-lane.js';
 import { ZeroFill, type ZeroFillSizes } from './zero-fill.js';
@@ -236,11 +236,8 @@ export class GroupCommit {
   }
 
   private encode(record: AppendRecord, lsn: Lsn): void {
-    checkAppendRecord(record);
-    const body = encodeBody(record.body);
     const batch = this.pending;
-    batch.reserve(frameHeaderBytes + body.length);
-    const length = writeFrame(batch.buffer, batch.length, lsn, record.timestamp, record.kind, body);
+    const length = appendFrame(batch, lsn, record);
     batch.length += length;
     batch.noteRecord(lsn, record.timestamp, length);
     markStage(Stage.appended);

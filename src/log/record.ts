@@ -32,7 +32,8 @@
 import { Decoder, Encoder } from '@msgpack/msgpack';
 import { assert } from '../assert.js';
 import { decodeBody, unsupported } from './body-decoder.js';
-import { checksum64, chunkChecksumMatches, frameScratch, nextChunkOwner, prefixedChecksumMatches, stampScratch } from './checksum.js';
+import { encodeBodyInto, unsupported as encoderUnsupported } from './body-encoder.js';
+import { checksum64, chunkChecksumMatches, frameScratch, frameScratchBytesMax, nextChunkOwner, prefixedChecksumMatches, stampScratch } from './checksum.js';
 import { InvalidRecordError } from './errors.js';
 
 export type Lsn = number;
@@ -163,6 +164,38 @@ function writeHeader(view: DataView, length: number, lsn: Lsn, timestamp: number
   view.setUint32(offsetLsn + 4, Math.floor(lsn / twoTo32), true);
   view.setFloat64(offsetTimestamp, timestamp, true);
   view.setUint8(offsetKind, kind);
+}
+
+/** Where appendFrame puts a frame: `reserve` makes room for that many more bytes after `length` in `buffer`. */
+export interface FrameSink {
+  readonly buffer: Uint8Array;
+  readonly length: number;
+  reserve(bytes: number): void;
+}
+
+/**
+ * The append path: checks `record`, encodes it as the frame of `lsn` right
+ * after `sink.length` (after reserving room) and returns the frame's length.
+ * A body the fast encoder takes (body-encoder.ts: what Cairn's bodies are
+ * made of) is encoded straight into the checksum scratch behind the header,
+ * so the frame is copied once, finished; any other goes through
+ * @msgpack/msgpack and writeFrame. Same bytes either way.
+ */
+export function appendFrame(sink: FrameSink, lsn: Lsn, record: AppendRecord): number {
+  checkAppendRecord(record);
+  const scratch = frameScratch(frameScratchBytesMax);
+  const end = scratch === undefined ? encoderUnsupported : encodeBodyInto(scratch.bytes, scratch.view, frameHeaderBytes, frameScratchBytesMax, record.body);
+  if (end === encoderUnsupported || scratch === undefined) {
+    const body = encodeBody(record.body);
+    sink.reserve(frameHeaderBytes + body.length);
+    return writeFrame(sink.buffer, sink.length, lsn, record.timestamp, record.kind, body);
+  }
+  assert(Number.isSafeInteger(lsn) && lsn >= 1, 'frame LSN out of range');
+  writeHeader(scratch.view, end, lsn, record.timestamp, record.kind);
+  stampScratch(end);
+  sink.reserve(end);
+  sink.buffer.set(scratch.bytes.subarray(0, end), sink.length);
+  return end;
 }
 
 /** Encodes one frame into a fresh buffer (tests, tools). */
