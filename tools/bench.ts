@@ -15,6 +15,7 @@ import { benchMqtt } from './bench-mqtt.js';
 import { benchReplay } from './bench-replay.js';
 import { benchScrape } from './bench-scrape.js';
 import { benchScrapeCost } from './bench-scrape-cost.js';
+import { benchScrapeTurns } from './bench-scrape-turns.js';
 import { benchTopics } from './bench-topics.js';
 
 interface BenchSuite {
@@ -29,6 +30,7 @@ const suites: readonly BenchSuite[] = [
   { name: 'mqtt', run: benchMqtt },
   { name: 'scrape', run: benchScrape },
   { name: 'scrape-cost', run: benchScrapeCost },
+  { name: 'scrape-turns', run: benchScrapeTurns },
   { name: 'amqp', run: benchAmqp },
   { name: 'backlog', run: benchBacklog },
   { name: 'inspect', run: benchInspect },
