@@ -11,7 +11,7 @@
  */
 import type { Broker } from './core/broker.js';
 import { AnswerBytes } from './http/answer-bytes.js';
-import { renderAtOnce, sliceItems } from './http/answer-slices.js';
+import { itemsPerCheck, renderAtOnce } from './http/answer-slices.js';
 import { metricNames } from './metric-names.js';
 
 /** Queues beyond this many get no per-object series of their own (they still count in the aggregated sums). */
@@ -65,7 +65,7 @@ export function readQueueFigures(broker: Broker): QueueFigures {
 
 /**
  * The four families, one series per queue of `queues`, HELP and TYPE first, into `out`; ends with a newline. Yields
- * after every sliceItems series (answer-slices.ts).
+ * after every itemsPerCheck series (answer-slices.ts).
  */
 export function* perQueueExpositionSlices({ queues, figures }: QueueFigures, out: AnswerBytes): Generator<void, void, undefined> {
   let written = 0;
@@ -75,7 +75,7 @@ export function* perQueueExpositionSlices({ queues, figures }: QueueFigures, out
     for (let i = 0; i < queues.length; i++) {
       const labels = labelsOf(queues[i]!);
       out.range(name, 0, name.length).range(labels, 0, labels.length).number(figures[4 * i + family]!).ascii('\n');
-      if (++written % sliceItems === 0) yield;
+      if (++written % itemsPerCheck === 0) yield;
     }
   }
 }

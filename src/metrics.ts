@@ -33,7 +33,7 @@ import type { Broker } from './core/broker.js';
 import { metricNames } from './metric-names.js';
 import { registerBrokerGauges } from './metrics-gauges.js';
 import { AnswerBytes } from './http/answer-bytes.js';
-import { nextTurn, renderAtOnce, renderInSlices } from './http/answer-slices.js';
+import { renderInSlices, SliceClock, sliceMs } from './http/answer-slices.js';
 import { perQueueExpositionSlices, readQueueFigures } from './metrics-per-queue.js';
 import type { ManagedConnection } from './protocols/connection-description.js';
 import { version } from './version.js';
@@ -71,15 +71,17 @@ function copyProtocolTotals(counter: CounterType<'protocol'>, totals: Readonly<R
 export const processMetricsReuseMs = 1_000;
 
 /**
- * registry.metrics()'s text, one metric per turn of the event loop: reading prom-client's process and Node.js
- * metrics (memory, heap spaces, /proc, open descriptors), or formatting Cairn's ~40 families, held the loop for
- * about a millisecond in one go. Each family is read at one moment; two families may be a turn apart.
+ * registry.metrics()'s text, family by family, with a turn of the event loop whenever a slice has held it for
+ * `budgetMs` (answer-slices.ts): reading prom-client's process and Node.js metrics (memory, heap spaces, /proc, open
+ * descriptors), or formatting Cairn's ~40 families, held the loop for about a millisecond in one go. Each family is
+ * read at one moment; two families may be a turn apart.
  */
-export async function textInSlices(registry: Registry): Promise<string> {
+export async function textInSlices(registry: Registry, budgetMs = sliceMs): Promise<string> {
   const texts: string[] = [];
+  const clock = new SliceClock(budgetMs);
   for (const metric of registry.getMetricsAsArray()) {
     texts.push(await registry.getSingleMetricAsString(metric.name));
-    await nextTurn();
+    await clock.due();
   }
   return `${texts.join('\n\n')}\n`;
 }
@@ -225,23 +227,20 @@ export class Metrics {
 
   /**
    * The /metrics/per-object exposition (one series per queue; none before collectFrom), written into `out`: the
-   * per-queue series in slices with turns of the event loop between them unless `atOnce`, from the queues' figures
-   * read at one moment, before the first turn.
+   * per-queue series in slices of `budgetMs` with turns of the event loop between them, from the queues' figures read
+   * at one moment, before the first turn.
    */
-  async writePerObject(out: AnswerBytes, atOnce = false): Promise<void> {
+  async writePerObject(out: AnswerBytes, budgetMs = sliceMs): Promise<void> {
     const queues = this.collecting === undefined ? undefined : readQueueFigures(this.collecting);
-    const [processText, shared] = await Promise.all([this.processMetricsText(), textInSlices(this.shared)]);
+    const [processText, shared] = await Promise.all([this.processMetricsText(), textInSlices(this.shared, budgetMs)]);
     out.utf8(processText).utf8(shared);
-    if (queues === undefined) return;
-    const slices = perQueueExpositionSlices(queues, out);
-    if (atOnce) renderAtOnce(slices);
-    else await renderInSlices(slices);
+    if (queues !== undefined) await renderInSlices(perQueueExpositionSlices(queues, out), budgetMs);
   }
 
-  /** The same as text (tests), in slices or at once. */
-  async perObjectText(atOnce = false): Promise<string> {
+  /** The same as text (tests). */
+  async perObjectText(budgetMs = sliceMs): Promise<string> {
     const out = new AnswerBytes(Buffer.alloc(1024));
-    await this.writePerObject(out, atOnce);
+    await this.writePerObject(out, budgetMs);
     return out.view().toString('utf8');
   }
 

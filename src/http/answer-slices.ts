@@ -1,24 +1,43 @@
 /**
  * Large answers rendered in slices (a queue list, the per-queue metrics: a
- * few thousand items over 1,000 queues), with a turn of the event loop
- * (setImmediate) between slices, so MQTT and AMQP clients are served while a
- * scrape is answered: one answer in one go held the loop for about a
- * millisecond each, and the slowest 1% of round trips landed in those holds
- * (issue 15, `node dist/tools/bench.js scrape`).
+ * few thousand items over 1,000 queues; prom-client's families), with a turn
+ * of the event loop (setImmediate) between slices, so MQTT and AMQP clients
+ * are served while a scrape is answered: one answer in one go held the loop
+ * for a millisecond or more, and the slowest 1% of round trips landed in
+ * those holds (issue 15, `node dist/tools/bench.js scrape`).
  *
- * A renderer is a generator that yields at the end of each slice; the same
- * generator run to its end in one go (renderAtOnce) writes the same bytes,
- * so slicing can never change an answer. The figures an answer shows are read
- * before its first slice (the renderers copy them), so a sliced answer is
- * still a view of one moment.
+ * A slice ends once it has held the loop for sliceMs: a turn costs the loop
+ * a poll of its sockets and a few promise steps (tens of microseconds), so a
+ * turn after every item would cost more than the answer (a turn per family of
+ * /metrics doubled its CPU). Renderers are generators that yield every
+ * itemsPerCheck items, where the clock is read; the same generator run to its
+ * end in one go (renderAtOnce) writes the same bytes, so slicing can never
+ * change an answer. The figures an answer shows are read before its first
+ * slice (the renderers copy them), so a sliced answer is a view of one moment.
  */
 
-/** Items (queue objects, series lines) written per slice: about 0.1 ms of the loop each here. */
-export const sliceItems = 128;
+/** How long one slice may hold the event loop (ms) before the rest waits for the next turn. */
+export const sliceMs = 0.15;
+/** Items (queue objects, series lines) a renderer writes between two looks at the clock. */
+export const itemsPerCheck = 32;
 
-/** Renders `slices` with a turn of the event loop between slices. */
-export async function renderInSlices(slices: Iterator<void>): Promise<void> {
-  while (!(slices.next().done ?? false)) await nextTurn();
+/** Tells a loop when its slice has used its time: `due()` awaits the next turn once sliceMs have passed. */
+export class SliceClock {
+  private started = performance.now();
+
+  constructor(private readonly budgetMs = sliceMs) {}
+
+  async due(): Promise<void> {
+    if (performance.now() - this.started < this.budgetMs) return;
+    await nextTurn();
+    this.started = performance.now();
+  }
+}
+
+/** Renders `slices`, with a turn of the event loop whenever a slice has held it for `budgetMs`. */
+export async function renderInSlices(slices: Iterator<void>, budgetMs = sliceMs): Promise<void> {
+  const clock = new SliceClock(budgetMs);
+  while (!(slices.next().done ?? false)) await clock.due();
 }
 
 /** Renders `slices` in one go (tests; callers that need the bytes now). */

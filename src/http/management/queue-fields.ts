@@ -15,7 +15,7 @@
  */
 import type { QueueRuntime } from '../../core/amqp-queue.js';
 import { AnswerBytes } from '../answer-bytes.js';
-import { renderAtOnce, sliceItems } from '../answer-slices.js';
+import { itemsPerCheck, renderAtOnce } from '../answer-slices.js';
 
 /** What a queue's JSON is read from (a QueueRuntime; tests pass plain objects). */
 export type QueueView = Pick<QueueRuntime, 'name' | 'durable' | 'autoDelete' | 'exclusiveOwner' | 'queueArguments' | 'readyCount' | 'dropped'> & {
@@ -120,14 +120,14 @@ export class QueueListWriter {
     renderAtOnce(this.writeSlices(queues, indexes, out));
   }
 
-  /** The same, yielding after every sliceItems queues; what changes of the queues is read at the first step. */
+  /** The same, yielding after every itemsPerCheck queues; what changes of the queues is read at the first step. */
   *writeSlices(queues: readonly QueueView[], indexes: readonly number[], out: AnswerBytes): Generator<void, void, undefined> {
     const now = queues.map(copyOfNow);
     out.ascii('[');
     for (let i = 0; i < queues.length; i++) {
       if (i > 0) out.ascii(',');
       this.writeObject(queues[i]!, now[i]!, indexes, out);
-      if ((i + 1) % sliceItems === 0) yield;
+      if ((i + 1) % itemsPerCheck === 0) yield;
     }
     out.ascii(']');
   }
