@@ -11,10 +11,14 @@
  * or wrong ones get 401 with WWW-Authenticate, a user without the http
  * permission 403. With no users the API is open, like the other listeners.
  *
- * Reads are synchronous views of the broker's projections and runtime, so
- * every answer is a consistent view of one moment; collection queries, the
- * log's records and traces read the log in chunks between which other
- * clients are served, over what was durable when the request began. Changes (PUT, POST,
+ * Reads are views of the broker's projections and runtime at one moment:
+ * large answers (queue lists, the per-queue metrics) copy their figures
+ * first and are rendered in slices between which other clients are served
+ * (answer-slices.ts), and are handed to the socket in pieces
+ * (write-in-pieces.ts); the metrics expositions read one family at a time
+ * (each family one moment). Collection queries, the log's records and traces
+ * read the log in chunks between which other clients are served, over what
+ * was durable when the request began. Changes (PUT, POST,
  * DELETE) are ordinary broker commands, recorded in the log like a client's.
  *
  * Limits (limits.ts): a connection cap, headers, request and idle timeouts
