@@ -5,36 +5,53 @@
  * and writes a summary to FILE when the process exits. Unset (always, outside a
  * bench) a mark is one test of a boolean.
  *
- *   read ─▶ decoded ─▶ appended ─▶ routed ─▶ written ─▶ sync submitted ─▶ sync done ─▶ resolved ─▶ ack written
- *   (socket  (packet    (record in  (publish   (pwrite   (fdatasync to     (its callback (the ack's   (the socket
- *    data)    handler)   the batch)  returned)  returned)  the thread pool)  on the loop)  promise)    write returned)
+ *   read ─▶ decoded ─▶ appended ─▶ routed ─▶ written ─▶ sync submitted ─▶ sync done ─▶ resolved ─▶ flush begun ─▶ ack written
+ *   (socket  (packet    (record in  (publish   (pwrite   (fdatasync          (it returned  (the ack's   (the flush of    (the socket
+ *    data)    handler)   the batch)  returned)  returned)  called, or handed   or called     promise)     the tick's       write returned)
+ *                                                          to the pool)        back)                      packets starts)
  *
  * Only sequential round trips are traced: one read carrying one packet, whose
  * acknowledgement is written before the next read. A second packet in the read,
  * or a read before the acknowledgement, discards the trace. Each stage keeps its
  * first mark. A trace with a sync is a durable round trip; one without, not.
+ *
+ * Work that is no stage of a round trip but may hold one up is noted as busy
+ * intervals (a GC, a zero fill in flight, a snapshot): the report counts the
+ * slowest 1% of durable round trips that overlapped each, beside the share of
+ * all durable round trips that did — what the tail has that the rest has not.
  */
 import { writeFileSync } from 'node:fs';
+import { PerformanceObserver } from 'node:perf_hooks';
 
 export const stageTimingVariable = 'CAIRN_STAGE_TIMING';
 
-export const Stage = { read: 0, decoded: 1, appended: 2, routed: 3, written: 4, syncSubmitted: 5, syncDone: 6, resolved: 7, ackWritten: 8 } as const;
+export const Stage = { read: 0, decoded: 1, appended: 2, routed: 3, written: 4, syncSubmitted: 5, syncDone: 6, resolved: 7, flushBegun: 8, ackWritten: 9 } as const;
 export type Stage = (typeof Stage)[keyof typeof Stage];
-export const stageNames = ['read', 'decoded', 'appended', 'routed', 'written', 'sync submitted', 'sync done', 'resolved', 'ack written'] as const;
+export const stageNames = ['read', 'decoded', 'appended', 'routed', 'written', 'sync submitted', 'sync done', 'resolved', 'flush begun', 'ack written'] as const;
 const stageCount = stageNames.length;
 /** Traces kept per kind; later ones are dropped (a bench's latency cases take a few thousand). */
 const tracesMax = 100_000;
+
+/** Work beside the round trips that may hold them up (noteBusy). */
+export const Busy = { gc: 0, zeroFill: 1, snapshot: 2 } as const;
+export type Busy = (typeof Busy)[keyof typeof Busy];
+export const busyNames = ['a GC', 'a zero fill', 'a snapshot'] as const;
 
 export interface StageSummary {
   readonly traces: number;
   /** Per stage after the first: p50 of the time since the previous stage the trace marked (µs); null where none marked it. */
   readonly p50Us: ReadonlyArray<number | null>;
   readonly meanUs: ReadonlyArray<number | null>;
+  /** Per stage after the first: p99 of the time since the previous stage (µs): a stage's own tail, to set beside the raw disk's. */
+  readonly p99Us: ReadonlyArray<number | null>;
   /** read → ack written. */
   readonly totalP50Us: number;
   readonly totalP99Us: number;
   /** Per stage after the first: its mean time over the slowest 1% of the traces (by read → ack written): where the tail is. */
   readonly tailMeanUs: ReadonlyArray<number | null>;
+  /** Per Busy kind: how many of the slowest 1% of the traces overlapped such work, and how many of all traces did. */
+  readonly tailOverlaps: ReadonlyArray<number>;
+  readonly overlaps: ReadonlyArray<number>;
 }
 
 export interface StageReport {
@@ -48,6 +65,8 @@ let enabled = false;
 let current: Float64Array | undefined;
 const completed: { durable: Float64Array[]; nonDurable: Float64Array[] } = { durable: [], nonDurable: [] };
 const loneSyncs = { loop: 0, pool: 0 };
+/** Per Busy kind, [start, end] pairs in performance.now() milliseconds, in the order they ended. */
+const busyIntervals: number[][] = busyNames.map(() => []);
 
 /** Reads CAIRN_STAGE_TIMING; when set, traces from now on and writes the report to that file at exit. */
 export function enableStageTimingFrom(env: NodeJS.ProcessEnv): void {
@@ -59,7 +78,18 @@ export function enableStageTimingFrom(env: NodeJS.ProcessEnv): void {
 
 /** Traces from now on (stageReport() reads them). */
 export function enableStageTiming(): void {
+  if (enabled) return;
   enabled = true;
+  // Entries arrive a little later, in a batch: they are matched to traces only in the report.
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) noteBusy(Busy.gc, entry.startTime, entry.startTime + entry.duration);
+  }).observe({ entryTypes: ['gc'] });
+}
+
+/** `kind` of work ran from `startMs` to `endMs` (performance.now()). */
+export function noteBusy(kind: Busy, startMs: number, endMs: number): void {
+  const intervals = busyIntervals[kind]!;
+  if (enabled && intervals.length < 2 * tracesMax) intervals.push(startMs, endMs);
 }
 
 export function markStage(stage: Stage): void {
@@ -74,8 +104,8 @@ export function markStage(stage: Stage): void {
     current = undefined; // a second packet in the read
     return;
   }
-  // An uncork writes the acknowledgement only once one is resolved.
-  if (stage === Stage.ackWritten && Number.isNaN(current[Stage.resolved]!)) return;
+  // A flush writes the acknowledgement only once one is resolved (the flush at the end of a durable publish's read writes nothing).
+  if ((stage === Stage.flushBegun || stage === Stage.ackWritten) && Number.isNaN(current[Stage.resolved]!)) return;
   if (Number.isNaN(current[stage]!)) current[stage] = performance.now();
   if (stage !== Stage.ackWritten) return;
   const kind = Number.isNaN(current[Stage.syncDone]!) ? completed.nonDurable : completed.durable;
@@ -102,10 +132,23 @@ function summarize(traces: readonly Float64Array[]): StageSummary {
     traces: traces.length,
     p50Us: deltas.map((values, stage) => (stage === 0 || values.length === 0 ? null : quantile(values, 0.5))),
     meanUs: deltas.map(mean),
+    p99Us: deltas.map((values, stage) => (stage === 0 || values.length === 0 ? null : quantile(values, 0.99))),
     totalP50Us: totals.length === 0 ? Number.NaN : quantile(totals, 0.5),
     totalP99Us: totals.length === 0 ? Number.NaN : quantile(totals, 0.99),
     tailMeanUs: stageDeltas(slowest).map(mean),
+    tailOverlaps: busyIntervals.map((intervals) => slowest.filter((trace) => overlapsAny(trace, intervals)).length),
+    overlaps: busyIntervals.map((intervals) => traces.filter((trace) => overlapsAny(trace, intervals)).length),
   };
+}
+
+/** Whether the trace (read → ack written) overlapped one of the [start, end] pairs. */
+function overlapsAny(trace: Float64Array, intervals: readonly number[]): boolean {
+  const start = trace[Stage.read]!;
+  const end = trace[Stage.ackWritten]!;
+  for (let i = 0; i < intervals.length; i += 2) {
+    if (intervals[i]! < end && intervals[i + 1]! > start) return true;
+  }
+  return false;
 }
 
 /** Per stage, the time (µs) since the previous stage each trace marked. */

@@ -320,5 +320,5 @@ export async function benchMqtt(): Promise<void> {
   console.log(mosquittoNote);
   if (stages === undefined) return;
   console.log('Cairn, per stage of one sequential QoS 1 round trip (src/stage-timing.ts; sync submitted -> sync done is the thread pool\'s fdatasync and the hops to it and back):');
-  printTable(stageRows(stages));
+  printTable(stageRows(stages, raw[0].p99));
 }

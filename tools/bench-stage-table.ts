@@ -9,7 +9,7 @@
  */
 import * as fs from 'node:fs';
 import { join } from 'node:path';
-import { stageNames, stageTimingVariable, type StageReport } from '../src/stage-timing.js';
+import { busyNames, Stage, stageNames, stageTimingVariable, type StageReport } from '../src/stage-timing.js';
 import { fmt } from './bench-mqtt.js';
 
 /** The environment that turns stage timing on, and where the report will be. */
@@ -28,25 +28,39 @@ export function readStageReport(file: string): StageReport | undefined {
 }
 
 /**
- * Rows: one per stage, p50 (mean) µs since the previous stage, non-durable and durable side by side, then
- * the durable case's slowest 1% of round trips: each stage's mean over them (where its p99 comes from).
+ * Rows: one per stage, p50 (mean) µs since the previous stage, non-durable and durable side by side, the
+ * durable case's p99 of each stage, then its slowest 1% of round trips: each stage's mean over them (where
+ * its p99 comes from) and how many of them overlapped a GC, a zero fill, a snapshot. With `rawP99Ms` (the
+ * raw disk's write+fdatasync p99 on the calling thread, sampled in alternation) a row sets the broker's own
+ * fdatasync tail beside the disk's.
  */
-export function stageRows(report: StageReport): string[][] {
+export function stageRows(report: StageReport, rawP99Ms?: number): string[][] {
   const cell = (summary: StageReport['durable'], stage: number): string => {
     const p50 = summary.p50Us[stage];
     const mean = summary.meanUs[stage];
     return p50 === null || p50 === undefined ? '' : `${fmt(p50, 1)} (${fmt(mean ?? Number.NaN, 1)})`;
   };
-  // Older reports (a build before the tail columns) have no slowest-1% means.
-  const tail = (summary: StageReport['durable'], stage: number): string => {
-    const mean = summary.tailMeanUs?.[stage];
-    return mean === null || mean === undefined ? '' : fmt(mean, 1);
+  // Older reports (a build before these columns) have no slowest-1% means, no p99 per stage, no overlaps.
+  const pick = (values: ReadonlyArray<number | null> | undefined, stage: number): string => {
+    const value = values?.[stage];
+    return value === null || value === undefined ? '' : fmt(value, 1);
   };
-  const rows: string[][] = [['stage: us since the previous stage, p50 (mean)', 'no subscriber', 'offline persistent sub', 'offline persistent sub, slowest 1%: mean']];
-  for (let stage = 1; stage < stageNames.length; stage++) rows.push([stageNames[stage]!, cell(report.nonDurable, stage), cell(report.durable, stage), tail(report.durable, stage)]);
-  rows.push(['read -> ack written, p50 / p99', `${fmt(report.nonDurable.totalP50Us, 1)} / ${fmt(report.nonDurable.totalP99Us ?? Number.NaN, 1)}`, `${fmt(report.durable.totalP50Us, 1)} / ${fmt(report.durable.totalP99Us ?? Number.NaN, 1)}`, '']);
-  rows.push(['round trips traced', String(report.nonDurable.traces), String(report.durable.traces), '']);
+  const durable = report.durable;
+  const rows: string[][] = [['stage: us since the previous stage, p50 (mean)', 'no subscriber', 'offline persistent sub', 'offline persistent sub p99', 'offline persistent sub, slowest 1%: mean']];
+  for (let stage = 1; stage < stageNames.length; stage++) rows.push([stageNames[stage]!, cell(report.nonDurable, stage), cell(durable, stage), pick(durable.p99Us, stage), pick(durable.tailMeanUs, stage)]);
+  rows.push(['read -> ack written, p50 / p99', `${fmt(report.nonDurable.totalP50Us, 1)} / ${fmt(report.nonDurable.totalP99Us ?? Number.NaN, 1)}`, `${fmt(durable.totalP50Us, 1)} / ${fmt(durable.totalP99Us ?? Number.NaN, 1)}`, '', '']);
+  rows.push(['round trips traced', String(report.nonDurable.traces), String(durable.traces), '', '']);
   // Older reports (a build before the sync lanes) have no such counts.
-  if (report.loneSyncs !== undefined) rows.push(['lone batches synced on the event loop / thread pool (whole run)', '', `${report.loneSyncs.loop} / ${report.loneSyncs.pool}`, '']);
+  if (report.loneSyncs !== undefined) rows.push(['lone batches synced on the event loop / thread pool (whole run)', '', `${report.loneSyncs.loop} / ${report.loneSyncs.pool}`, '', '']);
+  const syncP99 = durable.p99Us?.[Stage.syncDone];
+  if (rawP99Ms !== undefined && syncP99 !== null && syncP99 !== undefined) {
+    rows.push(["the broker's fdatasync p99 (sync submitted -> sync done) / the raw disk's write+fdatasync p99", '', `${fmt(syncP99 / 1000, 3)} ms / ${fmt(rawP99Ms, 3)} ms = ${fmt(syncP99 / 1000 / rawP99Ms)}`, '', '']);
+  }
+  if (durable.tailOverlaps !== undefined && durable.overlaps !== undefined) {
+    const slowest = Math.ceil(durable.traces / 100);
+    busyNames.forEach((name, kind) => {
+      rows.push([`durable round trips that overlapped ${name}: of the slowest 1% / of all`, '', `${durable.tailOverlaps[kind]} of ${slowest} / ${durable.overlaps[kind]} of ${durable.traces}`, '', '']);
+    });
+  }
   return rows;
 }

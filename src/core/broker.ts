@@ -15,6 +15,7 @@ import { decodeState, encodeState, type EncodedState } from '../projections/snap
 import { oldestLiveMessage } from '../projections/pins.js';
 import { initialState, type BrokerState, type StoredMessage } from '../projections/state.js';
 import { silentLogger, type Logger } from '../logger.js';
+import { Busy, noteBusy } from '../stage-timing.js';
 import type { AmqpCore, MqttCore, Qos } from './api.js';
 import { AmqpCoreImpl } from './amqp-core.js';
 import { bindingArgumentsOf, builtInExchanges, defaultExchange, exchangeDestination, ExchangeRuntime, queueDestination } from './amqp-exchange.js';
@@ -261,6 +262,7 @@ export class Broker {
       this.logger.info({ lsn, bytes: data.byteLength }, 'snapshot written');
       return lsn;
     } finally {
+      noteBusy(Busy.snapshot, started, performance.now());
       this.snapshotting = false;
     }
   }

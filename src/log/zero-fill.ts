@@ -16,6 +16,7 @@
  * - the segment is truncated to its frames when the log rolls past it.
  */
 import type { Logger } from '../logger.js';
+import { Busy, noteBusy } from '../stage-timing.js';
 import { writeFully, type LogFileSystem } from './file-system.js';
 
 export interface ZeroFillSizes {
@@ -50,11 +51,18 @@ export function zeroBuffer(bytes: number): Buffer {
   return zeros;
 }
 
+interface Fill {
+  readonly start: number;
+  readonly end: number;
+  /** performance.now() when its write was submitted (stage-timing.ts). */
+  readonly startedAt: number;
+}
+
 export class ZeroFill {
   private fd = -1;
   /** Every byte from the writer's position up to here is zero on disk (or a hole). */
   private zeroedTo = 0;
-  private inFlight: { start: number; end: number } | undefined;
+  private inFlight: Fill | undefined;
   private disabled = false;
 
   constructor(
@@ -88,7 +96,7 @@ export class ZeroFill {
     const start = this.zeroedTo > frontier ? this.zeroedTo : frontier + this.sizes.leadBytes;
     const end = Math.min(start + this.sizes.stepBytes, this.sizes.limitBytes);
     if (end <= start) return;
-    const fill = { start, end };
+    const fill: Fill = { start, end, startedAt: performance.now() };
     this.inFlight = fill;
     const fd = this.fd;
     writeFully(this.fileSystem, fd, zeroBuffer(end - start), end - start, start, (error) => {
@@ -97,8 +105,9 @@ export class ZeroFill {
     });
   }
 
-  private settle(fd: number, fill: { start: number; end: number }, error: unknown): void {
+  private settle(fd: number, fill: Fill, error: unknown): void {
     this.inFlight = undefined;
+    noteBusy(Busy.zeroFill, fill.startedAt, performance.now());
     if (fd === this.fd) {
       if (error === null) {
         this.zeroedTo = Math.max(this.zeroedTo, fill.end);

@@ -3,7 +3,8 @@
  * packets of one tick in order, in one socket write of one buffer — and
  * for a whole connection (a real broker core on a memory log, the socket an
  * in-process stream that records each write), the PUBACKs of one read leave
- * in one write, never a writev of one chunk per packet.
+ * in one write, never a writev of one chunk per packet; and the PUBACK of a
+ * durable publish leaves as soon as its records are durable, not a tick later.
  */
 import { Duplex, Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
@@ -112,16 +113,22 @@ function publishQos1(packetId: number): Buffer {
   return Buffer.concat([Buffer.from([0x32, body.length]), body]);
 }
 
+/** A connection of client `clientId` on `socket`, once its CONNACK is written. */
+async function connected(broker: Broker, socket: RecordingSocket, clientId: string, cleanSession = true): Promise<MqttConnection> {
+  const context = mqttConnectionContext({ core: broker.mqtt, host: '127.0.0.1', port: 0, logger: silentLogger() });
+  const connection = new MqttConnection(socket as never, context, () => undefined);
+  const connectBody = Buffer.concat([lengthPrefixed('MQTT'), Buffer.from([4, cleanSession ? 0x02 : 0x00, 0, 60]), lengthPrefixed(clientId)]);
+  socket.push(Buffer.concat([Buffer.from([0x10, connectBody.length]), connectBody]));
+  await until(() => socket.handed.length === 1 && connection.state === 'connected', 'CONNACK written');
+  expect(socket.handed[0]!.chunks).toEqual([Buffer.from([0x20, 0x02, 0x00, 0x00])]);
+  return connection;
+}
+
 describe('MqttConnection writes', () => {
   it('answers the QoS 1 PUBLISHes of one read with one socket write holding their PUBACKs in order', async () => {
     const broker = Broker.open({ log: new MemoryLog() });
-    const context = mqttConnectionContext({ core: broker.mqtt, host: '127.0.0.1', port: 0, logger: silentLogger() });
     const socket = new RecordingSocket();
-    const connection = new MqttConnection(socket as never, context, () => undefined);
-    const connectBody = Buffer.concat([lengthPrefixed('MQTT'), Buffer.from([4, 0x02, 0, 60]), lengthPrefixed('writer')]);
-    socket.push(Buffer.concat([Buffer.from([0x10, connectBody.length]), connectBody]));
-    await until(() => socket.handed.length === 1 && connection.state === 'connected', 'CONNACK written');
-    expect(socket.handed[0]!.chunks).toEqual([Buffer.from([0x20, 0x02, 0x00, 0x00])]);
+    const connection = await connected(broker, socket, 'writer');
 
     socket.push(Buffer.concat([publishQos1(1), publishQos1(2), publishQos1(3)]));
     // Written in the read's own callback: no tick passes between the PUBLISHes and their PUBACKs.
@@ -130,5 +137,28 @@ describe('MqttConnection writes', () => {
     socket.push(publishQos1(4));
     expect(socket.handed.slice(2)).toEqual([{ kind: 'write', chunks: [Buffer.from([0x40, 2, 0, 4])] }]);
     connection.close('server-closing');
+  });
+
+  it('writes the PUBACK of a durable publish when its records are durable, before the next tick', async () => {
+    const log = new MemoryLog();
+    const broker = Broker.open({ log });
+    // An offline persistent subscriber of t/a at QoS 1: every publish to t/a is recorded and awaited.
+    const subscriberSocket = new RecordingSocket();
+    const subscriber = await connected(broker, subscriberSocket, 'keeper', false);
+    const subscribeBody = Buffer.concat([Buffer.from([0, 1]), lengthPrefixed('t/a'), Buffer.from([1])]);
+    subscriberSocket.push(Buffer.concat([Buffer.from([0x82, subscribeBody.length]), subscribeBody]));
+    await until(() => subscriberSocket.handed.length === 2, 'SUBACK written');
+    subscriber.close('server-closing');
+
+    const socket = new RecordingSocket();
+    const publisher = await connected(broker, socket, 'writer');
+    const recordsBefore = log.records.length;
+    socket.push(publishQos1(7));
+    expect(log.records.length).toBeGreaterThan(recordsBefore); // the message is recorded for the offline session
+    expect(socket.handed).toHaveLength(1); // not yet: the record is not durable in the read's callback
+    // The memory log's append resolves at once: the PUBACK is on the socket before a tick queued now runs.
+    const writtenByNextTick = await new Promise<Handed>((resolve) => process.nextTick(() => resolve(socket.handed.slice(1))));
+    expect(writtenByNextTick).toEqual([{ kind: 'write', chunks: [Buffer.from([0x40, 2, 0, 7])] }]);
+    publisher.close('server-closing');
   });
 });

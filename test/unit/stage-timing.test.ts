@@ -6,7 +6,7 @@
  * acknowledgement was resolved does not end it.
  */
 import { describe, expect, it } from 'vitest';
-import { countLoneSync, enableStageTiming, markStage, Stage, stageReport } from '../../src/stage-timing.js';
+import { Busy, countLoneSync, enableStageTiming, markStage, noteBusy, Stage, stageReport } from '../../src/stage-timing.js';
 
 describe('stage timing', () => {
   it('sorts traces into durable and not, discards the ones that are not one sequential round trip, and counts sync lanes', () => {
@@ -16,11 +16,16 @@ describe('stage timing', () => {
     markStage(Stage.ackWritten);
     expect(stageReport().nonDurable.traces).toBe(0);
     enableStageTiming();
+    // Before any trace and long before: overlaps none. A zero fill from now on, still in flight: overlaps every trace.
+    noteBusy(Busy.snapshot, -2, -1);
+    noteBusy(Busy.zeroFill, performance.now(), Number.POSITIVE_INFINITY);
 
     // Not durable: read, handler, routed, resolved, written.
-    for (const stage of [Stage.read, Stage.decoded, Stage.routed, Stage.resolved, Stage.ackWritten]) markStage(stage);
-    // Durable; the uncork at the end of the read writes nothing yet and must not end the trace.
-    for (const stage of [Stage.read, Stage.decoded, Stage.appended, Stage.routed, Stage.ackWritten, Stage.written, Stage.syncSubmitted, Stage.syncDone, Stage.resolved, Stage.ackWritten]) markStage(stage);
+    for (const stage of [Stage.read, Stage.decoded, Stage.routed, Stage.resolved, Stage.flushBegun, Stage.ackWritten]) markStage(stage);
+    // Durable; the flush at the end of the read writes nothing yet and must neither begin its flush nor end the trace.
+    for (const stage of [Stage.read, Stage.decoded, Stage.appended, Stage.routed, Stage.flushBegun, Stage.ackWritten, Stage.written, Stage.syncSubmitted, Stage.syncDone]) markStage(stage);
+    const resolvedAt = performance.now();
+    for (const stage of [Stage.resolved, Stage.flushBegun, Stage.ackWritten]) markStage(stage);
     // Two packets in one read: discarded.
     for (const stage of [Stage.read, Stage.decoded, Stage.decoded, Stage.resolved, Stage.ackWritten]) markStage(stage);
     // A new read before the acknowledgement: the first trace is discarded, the second kept.
@@ -33,6 +38,11 @@ describe('stage timing', () => {
     expect(report.nonDurable.traces).toBe(2);
     expect(report.durable.traces).toBe(1);
     expect(report.durable.p50Us[Stage.syncDone]).toBeGreaterThanOrEqual(0);
+    expect(report.durable.p99Us[Stage.syncDone]).toBe(report.durable.p50Us[Stage.syncDone]);
+    // Its flush began after it was resolved, not at the flush before.
+    expect(report.durable.p50Us[Stage.flushBegun]).toBeGreaterThanOrEqual(0);
+    expect(report.durable.p50Us[Stage.flushBegun]).toBeLessThanOrEqual((performance.now() - resolvedAt) * 1000);
+    expect(report.durable.p50Us[Stage.resolved]).toBeGreaterThanOrEqual(0);
     expect(report.nonDurable.p50Us[Stage.syncDone]).toBeNull();
     expect(report.durable.totalP50Us).toBeGreaterThanOrEqual(0);
     expect(report.durable.totalP99Us).toBeGreaterThanOrEqual(report.durable.totalP50Us);
@@ -40,5 +50,10 @@ describe('stage timing', () => {
     expect(report.durable.tailMeanUs).toEqual(report.durable.meanUs);
     expect(report.nonDurable.tailMeanUs[Stage.syncDone]).toBeNull();
     expect(report.loneSyncs).toEqual({ loop: 2, pool: 1 });
+    expect(report.durable.overlaps[Busy.zeroFill]).toBe(1);
+    expect(report.durable.tailOverlaps[Busy.zeroFill]).toBe(1);
+    expect(report.nonDurable.overlaps[Busy.zeroFill]).toBe(2);
+    expect(report.durable.overlaps[Busy.snapshot]).toBe(0);
+    expect(report.nonDurable.overlaps[Busy.snapshot]).toBe(0);
   });
 });

@@ -432,6 +432,7 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
   }
 
   private readonly flush = (): void => {
+    markStage(Stage.flushBegun);
     if (this.outgoing.flush()) markStage(Stage.ackWritten);
   };
 
@@ -451,6 +452,9 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
         this.acksPending -= 1;
         if (this.stateValue !== 'connected') return;
         send();
+        // The last acknowledgement awaited leaves now, not a tick later: no other one of this sync is still to come
+        // (they resolve together, in order), so nothing is lost by not waiting for them.
+        if (this.acksPending === 0 && !this.draining) this.flush();
         if (this.readingPaused && this.acksPending <= this.context.limits.inboundAcksPendingMax / 2) this.resumeReading();
       },
       (error: unknown) => {
