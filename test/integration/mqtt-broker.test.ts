@@ -366,3 +366,17 @@ describe('raw socket', () => {
     await client.publishAsync('a/b', 'ok', { qos: 1 });
   });
 });
+
+describe('reading the socket', () => {
+  it('reads a TCP connection directly (socket-reads.ts) and still takes a PUBLISH larger than one read intact', async () => {
+    const { client: subscriber } = await open('direct-sub');
+    await subscriber.subscribeAsync('big/one', { qos: 1 });
+    const { client: publisher } = await open('direct-pub');
+    expect(server.list().map((connection) => connection.readMode)).toEqual(['direct', 'direct']);
+    const payload = Buffer.alloc(300_000);
+    for (let i = 0; i < payload.length; i++) payload[i] = (i * 7) % 251;
+    const received = new Promise<Buffer>((resolve) => subscriber.once('message', (_topic, message) => resolve(message)));
+    await publisher.publishAsync('big/one', payload, { qos: 1 });
+    expect((await within(5_000, received)).equals(payload)).toBe(true);
+  });
+});

@@ -53,6 +53,7 @@ import { OutboundTopicAliases } from './outbound-topic-aliases.js';
 import { InboundTopicAliases } from './topic-aliases.js';
 import { unrestrictedTopicAccess, type AccessDeniedListener, type MqttTopicAccess } from './topic-access.js';
 import { markStage, Stage } from '../../stage-timing.js';
+import { receiveSocketBytes, type SocketReadMode } from '../socket-reads.js';
 
 /** What every connection of one server shares. */
 export interface MqttConnectionContext {
@@ -122,6 +123,8 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
   sessionExpiryInterval: number | undefined = undefined;
   /** MQTT 5: ids of the client's QoS 1/2 PUBLISHes not yet finished (PUBACK or PUBCOMP sent), bounded by our Receive Maximum. */
   private readonly inboundUnfinished = new Set<number>();
+  /** A plain TCP socket is read directly into a shared buffer; any other transport through its 'data' events (socket-reads.ts). */
+  readonly readMode: SocketReadMode;
 
   constructor(
     readonly socket: MqttTransport,
@@ -133,7 +136,7 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
     this.loggerValue = context.logger.child({ remote: `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}` });
     this.framer = new PacketFramer(context.limits.packetBytesMax);
     this.outgoing = new OutgoingPackets(socket);
-    socket.on('data', (chunk: Buffer) => this.receive(chunk));
+    this.readMode = receiveSocketBytes(socket, (chunk) => this.receive(chunk));
     socket.on('error', (error: Error) => {
       this.logger.debug({ err: error.message }, 'MQTT socket error');
       this.peerGone('socket-error');

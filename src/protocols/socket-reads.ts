@@ -1,0 +1,64 @@
+/**
+ * How a connection receives its socket's bytes. A plain TCP socket is read
+ * the way Node's client sockets read with the `onread` option: libuv reads
+ * into one buffer, and a callback gets the byte count, without the Readable
+ * stream in between. The 'data' path, which every other transport (TLS,
+ * WebSocket streams, test doubles) keeps, pays per read for a fresh 64 KiB
+ * ArrayBuffer from the allocator, the Readable's push and its event, and a
+ * nextTick (maybeReadMore) — per round trip of a sequential client, part of
+ * what separates a Node broker from Mosquitto (issue 18).
+ *
+ * Node 20 has `onread` only for client sockets (net.connect); an accepted
+ * socket gets it here through the same two steps the Socket constructor takes
+ * with that option: the socket's own kBuffer and kBufferCb fields, and
+ * `useUserBuffer` on its handle. Where either is missing (another Node, a
+ * socket that already reads elsewhere) it falls back to 'data'.
+ *
+ * Invariant: each chunk handed to `receive` is its own copy, as with 'data':
+ * the read buffer is shared by every socket and reused by the next read, so
+ * nothing may keep a view of it past the callback.
+ */
+import { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { TLSSocket } from 'node:tls';
+
+/** The most one read takes, as libuv's own default for a stream read (64 KiB). */
+const readBytesMax = 64 * 1024;
+/** Shared by every socket read directly: each read is copied out before its callback returns. */
+const readBuffer = Buffer.allocUnsafe(readBytesMax);
+
+export type SocketReadMode = 'direct' | 'data-events';
+
+interface UserBufferHandle {
+  useUserBuffer(buffer: Uint8Array): void;
+}
+
+/** Hands every chunk the transport reads to `receive`, in order; says which path it took. */
+export function receiveSocketBytes(transport: Duplex, receive: (chunk: Buffer) => void): SocketReadMode {
+  if (readDirectly(transport, receive)) return 'direct';
+  transport.on('data', receive);
+  return 'data-events';
+}
+
+function readDirectly(transport: Duplex, receive: (chunk: Buffer) => void): boolean {
+  if (!(transport instanceof Socket) || transport instanceof TLSSocket) return false;
+  if (transport.listenerCount('data') > 0 || transport.destroyed) return false;
+  const handle = (transport as unknown as { _handle?: Partial<UserBufferHandle> | null })._handle;
+  if (handle === null || handle === undefined || typeof handle.useUserBuffer !== 'function') return false;
+  const fields = transport as unknown as Record<symbol, unknown>;
+  const symbolNamed = (name: string): symbol | undefined => Object.getOwnPropertySymbols(transport).find((symbol) => symbol.description === name);
+  const bufferField = symbolNamed('kBuffer');
+  const callbackField = symbolNamed('kBufferCb');
+  // Set by the constructor to null unless the socket already reads into a buffer of its own.
+  if (bufferField === undefined || callbackField === undefined || fields[bufferField] !== null || fields[callbackField] !== null) return false;
+  fields[bufferField] = readBuffer;
+  fields[callbackField] = (bytes: number): void => {
+    const chunk = Buffer.allocUnsafe(bytes);
+    readBuffer.copy(chunk, 0, 0, bytes);
+    receive(chunk);
+  };
+  (handle as UserBufferHandle).useUserBuffer(readBuffer);
+  // What attaching a 'data' listener does: the stream flows, so the end of the stream is still emitted.
+  transport.resume();
+  return true;
+}
