@@ -6,7 +6,7 @@
  */
 import { connect as netConnect, type Socket } from 'node:net';
 import { generate, parser as createParser, type Packet } from 'mqtt-packet';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type {
   Durable,
   MqttClientLink,
@@ -558,6 +558,20 @@ describe('keep-alive, wills and takeover', () => {
       expect(await pinger.next()).toMatchObject({ cmd: 'pingresp' });
     }
     expect(pinger.isClosed).toBe(false);
+  });
+
+  it('moves no timer per packet: a read only marks the connection active for the next keep-alive check', async () => {
+    const pinger = await connected({ keepalive: 60 });
+    const refresh = vi.spyOn(Object.getPrototypeOf(setTimeout(() => undefined, 0)) as NodeJS.Timeout, 'refresh');
+    try {
+      for (let index = 0; index < 50; index++) {
+        pinger.send({ cmd: 'pingreq' });
+        expect(await pinger.next()).toMatchObject({ cmd: 'pingresp' });
+      }
+      expect(refresh).not.toHaveBeenCalled();
+    } finally {
+      refresh.mockRestore();
+    }
   });
 
   it('publishes the will when the socket drops, not after DISCONNECT [MQTT-3.14.4-3]', async () => {

@@ -81,6 +81,9 @@ export type ConnectionState = 'awaiting-connect' | 'connecting' | 'connected' | 
 /** CONNECT's type 1 with the reserved flags 0000 [MQTT-2.2.2-1]. */
 const connectFirstByte = 0x10;
 
+/** Keep-alive checks per timeout: a silent client is closed at most 1/8 of the timeout late. */
+const keepAliveChecks = 8;
+
 /** How long a closing socket may take to flush its last packets (a refusing CONNACK) before it is destroyed. */
 const closeLingerMs = 1_000;
 
@@ -92,7 +95,9 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
   private readonly framer: PacketFramer;
   private readonly decoder = new PacketDecoder();
   private connectTimer: NodeJS.Timeout | undefined;
+  /** The keep-alive's periodic check (startKeepAlive); a packet sets the flag it reads. */
   private keepAliveTimer: NodeJS.Timeout | undefined;
+  private packetSinceKeepAliveCheck = false;
   /** Packets written in this tick, handed to the socket at its end (or at the end of the read that wrote them). */
   private readonly outgoing: OutgoingPackets;
   /** Inside drainAndFlush: the drain's end flushes what the packets wrote. */
@@ -208,8 +213,7 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
    * unread, their in-flight windows stay full and their queues overflow.
    */
   private drain(): void {
-    const budgetPerTurn = this.context.limits.packetsPerTurnMax;
-    let budget = budgetPerTurn;
+    let budget = this.context.limits.packetsPerTurnMax;
     while ((this.stateValue === 'awaiting-connect' || this.stateValue === 'connected') && !this.readingPaused) {
       if (budget === 0) {
         this.yieldTurn();
@@ -217,8 +221,8 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
       }
       const bytes = this.nextPacket();
       if (bytes === undefined) return;
-      // Any packet counts as activity for the keep-alive [MQTT-3.1.2-23]; once per turn is enough.
-      if (budget === budgetPerTurn) this.keepAliveTimer?.refresh();
+      // Any packet counts as activity for the keep-alive [MQTT-3.1.2-23]: a flag its next check reads.
+      this.packetSinceKeepAliveCheck = true;
       budget -= 1;
       this.handlePacket(bytes);
     }
@@ -414,14 +418,31 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
     this.inboundUnfinished.delete(packetId);
   }
 
+  /**
+   * [MQTT-3.1.2-24] Closes a connection silent for 1.5 × its keep-alive: a
+   * check every 1/keepAliveChecks of that time counts the checks in a row that
+   * saw no packet, and the last of keepAliveChecks of them closes. A packet
+   * only sets a flag: moving a timer on every read cost more than the rest of
+   * the read's MQTT work. The close comes between 1 and 1 + 1/keepAliveChecks
+   * times the timeout after the last packet, never before.
+   */
   private startKeepAlive(keepAliveSeconds: number): void {
     // Zero turns the mechanism off [MQTT-3.1.2-10].
     if (keepAliveSeconds === 0) return;
     const timeoutMs = keepAliveSeconds * 1000 * this.context.limits.keepAliveGraceFactor;
-    this.keepAliveTimer = setTimeout(() => {
+    let silentChecks = 0;
+    this.packetSinceKeepAliveCheck = false;
+    this.keepAliveTimer = setInterval(() => {
+      if (this.packetSinceKeepAliveCheck) {
+        this.packetSinceKeepAliveCheck = false;
+        silentChecks = 0;
+        return;
+      }
+      silentChecks += 1;
+      if (silentChecks < keepAliveChecks) return;
       this.logger.debug({ keepAliveSeconds }, 'MQTT keep-alive expired [MQTT-3.1.2-24]');
       this.close('keep-alive-timeout');
-    }, timeoutMs);
+    }, timeoutMs / keepAliveChecks);
     this.keepAliveTimer.unref();
   }
 
@@ -584,7 +605,7 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
     if (disconnect !== undefined) this.write(disconnect);
     this.stateValue = 'closed';
     clearTimeout(this.connectTimer);
-    clearTimeout(this.keepAliveTimer);
+    clearInterval(this.keepAliveTimer);
     const session = this.sessionValue;
     const will = this.will;
     this.sessionValue = undefined;
