@@ -20,6 +20,7 @@ import { topicMatchesFilter } from '../../src/core/topic-filter.js';
 import { silentLogger } from '../../src/logger.js';
 import { hashPassword, parseUsersFile } from '../../src/auth/users.js';
 import { startMqttServer, type MqttServer, type MqttServerOptions } from '../../src/protocols/mqtt/server.js';
+import { until } from '../support/kit.js';
 
 // ───────────────────────────── a fake core ─────────────────────────────
 
@@ -463,6 +464,20 @@ describe('protocol violations and limits close only the offending connection', (
 });
 
 describe('acknowledgements wait for their Durable', () => {
+  it('acknowledges in PUBLISH order: a QoS 1 PUBLISH with nothing to wait for waits for an earlier one [MQTT-4.6.0-2]', async () => {
+    const raw = await connected();
+    core.holdDurables = true;
+    raw.send({ cmd: 'publish', topic: 't/1', payload: Buffer.from('one'), qos: 1, messageId: 1, retain: false, dup: false });
+    await until(() => core.held.length === 1, 'the first PUBLISH to reach the core');
+    core.holdDurables = false;
+    raw.send({ cmd: 'publish', topic: 't/2', payload: Buffer.from('two'), qos: 1, messageId: 2, retain: false, dup: false });
+    await until(() => core.published.length === 2, 'the second PUBLISH to reach the core');
+    await expect(raw.next(100)).rejects.toThrow('no packet in time');
+    core.held[0]?.resolve();
+    expect(await raw.next()).toMatchObject({ cmd: 'puback', messageId: 1 });
+    expect(await raw.next()).toMatchObject({ cmd: 'puback', messageId: 2 });
+  });
+
   it('sends PUBACK, PUBREC, PUBCOMP, SUBACK and UNSUBACK only after each Durable resolves', async () => {
     const raw = await connected();
     core.holdDurables = true;

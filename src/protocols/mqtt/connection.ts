@@ -98,6 +98,8 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
   /** The keep-alive's periodic check (startKeepAlive); a packet sets the flag it reads. */
   private keepAliveTimer: NodeJS.Timeout | undefined;
   private packetSinceKeepAliveCheck = false;
+  /** The Durable of the newest acknowledgement still awaited (whenDurable). */
+  private lastAwaited: Durable;
   /** Packets written in this tick, handed to the socket at its end (or at the end of the read that wrote them). */
   private readonly outgoing: OutgoingPackets;
   /** Inside drainAndFlush: the drain's end flushes what the packets wrote. */
@@ -460,18 +462,27 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
     if (this.outgoing.flush()) markStage(Stage.ackWritten);
   };
 
+  /** Some acknowledgement still waits for its Durable: a later one must wait too (whenDurable). */
+  get awaitsAcknowledgements(): boolean {
+    return this.acksPending > 0;
+  }
+
   /**
    * Run `send` once `durable` resolves (at once when there is nothing to
    * wait for). If the log failed, close without acknowledging anything.
    */
   whenDurable(durable: Durable, what: string, send: () => void): void {
-    if (durable === undefined) {
+    // [MQTT-4.6.0-2] Acknowledgements leave in the order of their packets: one with nothing of its own to wait
+    // for still waits for the last one awaited (durables settle in log order, and its callbacks in turn).
+    const awaited = durable ?? (this.acksPending > 0 ? this.lastAwaited : undefined);
+    if (awaited === undefined) {
       send();
       return;
     }
+    this.lastAwaited = awaited;
     this.acksPending += 1;
     if (this.acksPending >= this.context.limits.inboundAcksPendingMax) this.pauseReading();
-    durable.then(
+    awaited.then(
       () => {
         this.acksPending -= 1;
         if (this.stateValue !== 'connected') return;

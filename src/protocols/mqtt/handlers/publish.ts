@@ -63,8 +63,8 @@ export function handlePublish(connection: MqttConnection, packet: ClientPacketOf
   if (packet.qos === 1) {
     // Only on PUBACK: a failing PUBREC would end the QoS 2 flow while the core still holds its packet id.
     const pubackCode = result.quotaExceeded === true ? ReasonCode.quotaExceeded : reasonCode;
-    // Nothing to wait for (no durable destination): acknowledged now, without a closure per PUBLISH.
-    if (result.durable === undefined) return puback(connection, packetId, pubackCode);
+    // Nothing to wait for (no durable destination, no earlier acknowledgement awaited): acknowledged now, without a closure per PUBLISH.
+    if (result.durable === undefined && !connection.awaitsAcknowledgements) return puback(connection, packetId, pubackCode);
     connection.whenDurable(result.durable, 'PUBLISH QoS 1', () => puback(connection, packetId, pubackCode));
   } else {
     connection.whenDurable(result.durable, 'PUBLISH QoS 2', () => connection.write(encoder.pubrec(packetId, reasonCode)));
