@@ -74,8 +74,11 @@ export interface MqttClientLink {
   sendPublish(publish: MqttOutgoingPublish): boolean;
   /** Write a PUBREL (outbound QoS 2, after the client's PUBREC is durable, and again on reconnect). */
   sendPubrel(packetId: number): void;
-  /** A second CONNECT with this client id won [MQTT-3.1.4-2]: close the socket at once, without publishing the will. */
-  takenOver(): void;
+  /**
+   * A second CONNECT with this client id won [MQTT-3.1.4-2]: close the socket at once, without publishing the will;
+   * return the will of an accepted connection, which the core publishes or drops by the new connection's terms.
+   */
+  takenOver(): MqttWill | undefined;
   /** A queued message could not be read back from the log (a damaged segment): log it and close this connection; the message stays queued. */
   readFailed(error: Error): void;
   /** The most QoS 1/2 deliveries the client takes unacknowledged (MQTT 5 Receive Maximum); absent: the broker's own window. */

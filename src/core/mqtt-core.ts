@@ -5,7 +5,9 @@
  * Takeover [MQTT-3.1.4-2]: a CONNECT for a client id that is attached
  * elsewhere bumps the session's generation and closes the old link; every
  * handle checks its generation first, so the loser of the race can neither
- * deliver nor acknowledge anything after that.
+ * deliver nor acknowledge anything after that. The old connection's will is
+ * published unless the new one continues the session and the will has a
+ * delay (MQTT 5 section 3.1.4; in 3.1.1 always, [MQTT-3.1.2-8]), as Mosquitto does.
  */
 import { assert } from '../assert.js';
 import type { DocBody, RetainBody, SessionBody, SubBody } from '../projections/records.js';
@@ -18,7 +20,7 @@ import { record, type PendingRecord } from './committer.js';
 import { documentOf, ingestMatches, type IngestRoute } from './ingest.js';
 import { isExpired, storedPropertiesOf } from './mqtt-message-properties.js';
 import { minQos, SessionRuntime } from './mqtt-sessions.js';
-import { SessionExpiry } from './session-expiry.js';
+import { SessionExpiry, willOf } from './session-expiry.js';
 import type { Timers } from './timers.js';
 import { messagePropertiesBody } from '../projections/message-properties.js';
 import { subscriptionOptionsBody } from '../projections/subscription-options.js';
@@ -68,10 +70,17 @@ export class MqttCoreImpl implements MqttCore {
   ): { session: MqttSessionHandle; sessionPresent: boolean; durable: Durable } {
     const { sessions, state, committer } = this.context;
     const existing = sessions.get(clientId);
-    if (existing?.link) existing.link.takenOver();
+    const offlineWill = existing !== undefined && existing.link === undefined ? existing.state.will : undefined;
+    const liveWill = existing?.link?.takenOver();
     this.expiry.cancel(clientId);
     const interval = options.sessionExpiryInterval;
     const persistent = interval === undefined ? !cleanSession : interval > 0;
+    const continued = !cleanSession && existing?.persistent === true;
+    // The old connection's will, or an offline session's delayed one (MQTT 5 section 3.1.4, [MQTT-3.1.2-8]): it goes
+    // now unless this connection continues the session and the will has a delay, which the return cancels [MQTT-3.1.3-9].
+    const dueWill = liveWill !== undefined && (!continued || (liveWill.delayInterval ?? 0) === 0)
+      ? liveWill
+      : offlineWill !== undefined && !continued ? willOf(offlineWill) : undefined;
     let durable: Durable;
     let session: SessionRuntime;
     let sessionPresent = false;
@@ -99,6 +108,8 @@ export class MqttCoreImpl implements MqttCore {
     session.link = link;
     session.reader = reader;
     session.requeueAll();
+    // After the new session's records: a continued session subscribed to the will's topic gets it on this connection.
+    if (dueWill !== undefined) durable = joinDurables(durable, mqttPublish(this.context, clientId, undefined, dueWill).durable);
     return { session: new SessionHandle(this.context, session, session.generation, this.expiry, (gone) => this.discard(gone)), sessionPresent, durable };
   }
 
@@ -331,6 +342,13 @@ function wantsRetained(retainHandling: 0 | 1 | 2 | undefined, existed: boolean):
  * `matched`: some destination took it (the retained store is not one); `refused`: a full
  * reject-publish queue bound to amq.topic did not.
  */
+/** Both done (either may be nothing to wait for). */
+function joinDurables(first: Durable, second: Durable): Durable {
+  if (first === undefined) return second;
+  if (second === undefined) return first;
+  return Promise.all([first, second]).then(() => undefined);
+}
+
 function mqttPublish(
   context: MqttCoreContext, from: string, rx2: { c: string; id: number } | undefined, incoming: Omit<MqttIncomingPublish, 'packetId'>, session?: SessionBody,
 ): { durable: Durable; matched: boolean; refused: boolean } {

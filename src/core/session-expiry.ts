@@ -11,6 +11,7 @@
  *   will delay passes     the will's publish records, then session offline {until?} without w, in one commit
  *   session expires       (the will's publish records, if still pending), then session end, in one commit
  *   client comes back     session open: the end time and the will are gone
+ *   a Clean Start ends it  session end/open, then the pending will's publish records (mqtt-core connect)
  *
  *   interval absent  (3.1.1 clean_session=0)  never expires
  *   interval 0                                 ends when the client leaves
@@ -155,7 +156,7 @@ function pendingWill(will: MqttWill, at: number): PendingWill {
 }
 
 /** The will to publish from what the session kept. */
-function willOf(will: PendingWill): MqttWill {
+export function willOf(will: PendingWill): MqttWill {
   const properties = {
     ...outgoingPropertiesOf(will.properties, 0),
     ...(will.messageExpiryInterval === undefined ? {} : { messageExpiryInterval: will.messageExpiryInterval }),

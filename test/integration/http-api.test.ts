@@ -19,7 +19,7 @@ class FakeLink implements MqttClientLink {
   readonly received: MqttOutgoingPublish[] = [];
   sendPublish(publish: MqttOutgoingPublish): boolean { this.received.push(publish); return true; }
   sendPubrel(): void {}
-  takenOver(): void {}
+  takenOver(): undefined { return undefined; }
   readFailed(error: Error): void { throw error; }
 }
 

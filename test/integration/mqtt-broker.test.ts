@@ -223,20 +223,25 @@ describe('sessions', () => {
     expect(again.connack.sessionPresent).toBe(false);
   });
 
-  it('lets a second CONNECT with the same client id take over, without the old will [MQTT-3.1.4-2]', async () => {
+  it('lets a second CONNECT with the same client id take over [MQTT-3.1.4-2], publishing the old connection\'s will [MQTT-3.1.2-8]', async () => {
     const { client: watcher } = await open('watcher');
     const watched = collect(watcher);
-    await watcher.subscribeAsync('status/#', { qos: 0 });
-    const old = await open('same-id', { will: { topic: 'status/same-id', payload: Buffer.from('lost'), qos: 0, retain: false } });
+    await watcher.subscribeAsync('status/#', { qos: 1 });
+    const old = await open('same-id', { clean: false, will: { topic: 'status/same-id', payload: Buffer.from('lost'), qos: 1, retain: false } });
     const oldClosed = new Promise<void>((resolve) => old.client.once('close', () => resolve()));
-    const fresh = await open('same-id');
+    const fresh = await open('same-id', { clean: false });
     await oldClosed;
     const { lines } = collect(fresh.client);
     await fresh.client.subscribeAsync('after/takeover', { qos: 1 });
     await publishOnce('after/takeover', 'hello', { qos: 1 });
     await until(() => lines.length === 1);
     expect(lines).toEqual(['after/takeover hello']);
-    expect(watched.lines).toEqual([]);
+    await until(() => watched.lines.length === 1);
+    expect(watched.lines).toEqual(['status/same-id lost']);
+    // Published once: a marker sent after it arrives right after it.
+    await publishOnce('status/marker', 'm', { qos: 1 });
+    await until(() => watched.lines.length === 2);
+    expect(watched.lines).toEqual(['status/same-id lost', 'status/marker m']);
   });
 });
 

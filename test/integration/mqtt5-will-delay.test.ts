@@ -8,6 +8,10 @@
  * cancels it [MQTT-3.1.2-8]; a session that ends with its connection
  * publishes it at once; a pending will is a record (session offline `w`),
  * shown by `cairn inspect`, published once after a restart past its time.
+ * Takeover (MQTT 5 section 3.1.4): the old connection's will goes when its
+ * delay is 0 or the new CONNECT's Clean Start ends the session, and is
+ * cancelled when the new connection continues it; a Clean Start also ends an
+ * offline session's pending will by publishing it.
  */
 import type { IClientOptions, MqttClient } from 'mqtt';
 import type { IPublishPacket } from 'mqtt-packet';
@@ -126,4 +130,55 @@ it('a pending will is shown by cairn inspect and published once after a restart 
   await until(() => received.length === 1, 'the will queued for the watcher');
   expect(received.map((packet) => packet.payload.toString())).toEqual(['restart-owner gone']);
   expect(cairn.broker.state.sessions.get('restart-owner')?.will).toBeUndefined();
+});
+
+/** A live client with a will, then a second CONNECT with its client id; resolves once the first is closed. */
+async function takenOver(clientId: string, delay: number, topic: string, second: IClientOptions): Promise<void> {
+  const { client } = await cairn.open(clientId, {
+    clean: false, properties: { sessionExpiryInterval: 3600 },
+    will: { topic, payload: Buffer.from(`${clientId} gone`), qos: 1, retain: false, properties: { willDelayInterval: delay } },
+    reconnectPeriod: 0,
+  });
+  const closed = new Promise<void>((resolve) => client.once('close', () => resolve()));
+  await cairn.open(clientId, second);
+  await closed;
+}
+
+/** Publishes a marker to `topic` and waits for it: whatever the takeover published arrived before it. */
+async function marked(received: IPublishPacket[], topic: string): Promise<string[]> {
+  const { client: marker } = await cairn.open(`${topic.replace(/\W/g, '-')}-marker`);
+  await marker.publishAsync(topic, 'm', { qos: 1 });
+  await until(() => received.some((packet) => packet.topic === topic), 'the marker');
+  return received.map((packet) => packet.payload.toString());
+}
+
+it('a takeover publishes the old connection\'s will when its delay is 0 (MQTT 5 section 3.1.4)', async () => {
+  const received = await watcher('take0-watch', 'take0/#');
+  await takenOver('take0-owner', 0, 'take0/owner', { clean: false, properties: { sessionExpiryInterval: 3600 } });
+  expect(await marked(received, 'take0/marker')).toEqual(['take0-owner gone', 'm']);
+});
+
+it('a takeover that continues the session cancels a delayed will [MQTT-3.1.3-9]', async () => {
+  const received = await watcher('takeon-watch', 'takeon/#');
+  await takenOver('takeon-owner', 30, 'takeon/owner', { clean: false, properties: { sessionExpiryInterval: 3600 } });
+  cairn.clock.advance(60_000);
+  expect(await marked(received, 'takeon/marker')).toEqual(['m']);
+});
+
+it('a takeover with Clean Start ends the old session: its delayed will goes at once', async () => {
+  const received = await watcher('takeclean-watch', 'takeclean/#');
+  await takenOver('takeclean-owner', 30, 'takeclean/owner', { clean: true });
+  expect(await marked(received, 'takeclean/marker')).toEqual(['takeclean-owner gone', 'm']);
+});
+
+it('a Clean Start ends an offline session: its pending will goes at once, before its delay', async () => {
+  const received = await watcher('pendclean-watch', 'pendclean/#');
+  await dies('pendclean-owner', { expiry: 3600, delay: 30, topic: 'pendclean/owner' });
+  await cairn.open('pendclean-owner', { clean: true });
+  expect(await marked(received, 'pendclean/marker')).toEqual(['pendclean-owner gone', 'm']);
+  cairn.clock.advance(60_000);
+  const { client: marker } = await cairn.open('pendclean-late');
+  await marker.publishAsync('pendclean/late', 'late', { qos: 1 });
+  await until(() => received.length === 3, 'the late marker');
+  expect(received.map((packet) => packet.payload.toString())).toEqual(['pendclean-owner gone', 'm', 'late']);
 });

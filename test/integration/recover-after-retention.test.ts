@@ -138,7 +138,7 @@ describe('recover after retention removed the beginning of the log', () => {
     if (copyFrom < usedSnapshot + 1) expect(Math.min(...queued.map((e) => e.lsn))).toBeLessThanOrEqual(usedSnapshot);
 
     // The recovered broker carries on: its next record is N+1, and it survives a restart.
-    const { session, durable } = broker.mqtt.connect('after-recovery', false, { sendPublish: () => true, sendPubrel: () => {}, takenOver: () => {}, readFailed: (error) => { throw error; } });
+    const { session, durable } = broker.mqtt.connect('after-recovery', false, { sendPublish: () => true, sendPubrel: () => {}, takenOver: () => undefined, readFailed: (error) => { throw error; } });
     await durable;
     session.start();
     await broker.flush();

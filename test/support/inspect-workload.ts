@@ -16,7 +16,7 @@ export class RecordingLink implements MqttClientLink {
   readonly pubrels: number[] = [];
   sendPublish(publish: MqttOutgoingPublish): boolean { this.received.push(publish); return true; }
   sendPubrel(packetId: number): void { this.pubrels.push(packetId); }
-  takenOver(): void {}
+  takenOver(): undefined { return undefined; }
   readFailed(error: Error): void { throw error; }
 }
 

@@ -11,7 +11,7 @@ import type { MqttClientLink, MqttOutgoingPublish } from '../../src/core/api.js'
 export class QuietLink implements MqttClientLink {
   sendPublish(_publish: MqttOutgoingPublish): boolean { return true; }
   sendPubrel(): void {}
-  takenOver(): void {}
+  takenOver(): undefined { return undefined; }
   readFailed(error: Error): void { throw error; }
 }
 

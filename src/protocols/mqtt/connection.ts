@@ -17,7 +17,8 @@
  *   yielding its turn), they are handled before the close (`peerGone`).
  * - Only `fail` turns errors into wire reactions (CONNACK code or close), and
  *   only `close` ends the connection: it runs once, detaches the session, and
- *   publishes the will unless the close was a DISCONNECT or a takeover.
+ *   publishes the will unless the close was a DISCONNECT (after a takeover
+ *   the core decides, see takenOver).
  * - The protocol level is fixed by the CONNECT: `encoder` writes every packet
  *   at that level; an MQTT 5 client is told why the server closes (a CONNACK
  *   or DISCONNECT reason code, reason-codes.ts) before the close.
@@ -560,10 +561,15 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
     this.write(this.encoder.pubrel(packetId));
   }
 
-  /** [MQTT-3.1.4-2] A newer connection took the client id: go at once, no will. */
-  takenOver(): void {
+  /**
+   * [MQTT-3.1.4-2] A newer connection took the client id: go at once. The will goes to the core, which
+   * publishes it or not by the new connection's terms (MQTT 5 section 3.1.4): this connection no longer owns the session.
+   */
+  takenOver(): Will | undefined {
     this.logger.debug('MQTT session taken over by a new connection [MQTT-3.1.4-2]');
+    const will = this.stateValue === 'connected' ? this.will : undefined;
     this.close('taken-over');
+    return will;
   }
 
   /** A queued message could not be read from the log: close this connection (it stays queued; the broker stays up). */
