@@ -37,7 +37,7 @@ async function willPublications(dir: string): Promise<number> {
 }
 
 /** Long enough that the kill comes before it on a loaded machine, short enough to wait out. */
-const willDelaySeconds = 6;
+const willDelaySeconds = 10;
 const watcherOptions: IClientOptions = { clean: false, properties: { sessionExpiryInterval: 3600 } };
 
 it('a delayed will pending at kill -9 is shown by inspect and published exactly once after the restart', async () => {
