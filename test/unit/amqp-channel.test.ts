@@ -94,6 +94,29 @@ describe('PublisherConfirms', () => {
     expect(sent).toEqual([[5, true, 'ack']]);
   });
 
+  it('the Durable of the last outstanding publish sends its confirm within its settle, alone; one settling with a later publish outstanding waits for the tick', async () => {
+    const sent: Array<[number, boolean, ConfirmOutcome, boolean]> = [];
+    const confirms = new PublisherConfirms((tag, multiple, outcome, alone) => sent.push([tag, multiple, outcome, alone]));
+    const first = manual();
+    confirms.track(first.promise);
+    first.resolve();
+    // Queued after the resolve: runs after the Durable's handler, before any tick.
+    await new Promise<void>((done) => queueMicrotask(done));
+    expect(sent).toEqual([[1, false, 'ack', true]]);
+    const second = manual();
+    const third = manual();
+    confirms.track(second.promise);
+    confirms.track(third.promise);
+    second.resolve();
+    await new Promise<void>((done) => queueMicrotask(done));
+    expect(sent).toHaveLength(1);
+    await ticks();
+    expect(sent).toEqual([[1, false, 'ack', true], [2, false, 'ack', false]]);
+    third.reject(new Error('fsync failed'));
+    await new Promise<void>((done) => queueMicrotask(done));
+    expect(sent[2]).toEqual([3, false, 'nack', true]);
+  });
+
   it('sends nothing after close', async () => {
     const sent: number[] = [];
     const confirms = new PublisherConfirms((tag) => sent.push(tag));

@@ -7,7 +7,8 @@
  * frames (order, multiple=true, nack on a failed log) and back-pressure.
  */
 import amqp from 'amqplib';
-import { afterEach, describe, expect, it } from 'vitest';
+import { Socket } from 'node:net';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { hashPassword, parseUsersFile, type Users } from '../../src/auth/users.js';
 import { Broker } from '../../src/core/broker.js';
 import { MemoryLog, type CoreAppendRecord } from '../../src/core/record-log.js';
@@ -332,23 +333,46 @@ describe('AMQP publisher confirms on the wire', () => {
     raw.sendMessage(1, { name: 'basic.publish', exchange: '', routingKey, mandatory, immediate: false }, Buffer.from('entry'), properties);
   };
 
-  it('acks only after the log is durable, in order, coalesced with multiple=true', async () => {
-    const log = new GatedLog();
-    const { server } = await start({ log });
-    const raw = await confirmClient(server);
+  /** Publishes with the log's fsyncs held, and waits until the server has taken them all. */
+  async function publishWhileHeld(raw: RawClient, log: GatedLog, publishes: () => void): Promise<void> {
     log.holding = true;
-    publish(raw, 'ledger');
-    publish(raw, 'ledger');
-    publish(raw, 'ledger', false, encodeProperties({ deliveryMode: 1 })); // transient: ready at once, but must wait for 1 and 2
-    // The server handles a channel's frames in order: once basic.qos is answered it has taken all three publishes
+    publishes();
+    // The server handles a channel's frames in order: once basic.qos is answered it has taken every publish
     // (a 50 ms sleep here was too short on a loaded machine: the third arrived after the release, acked alone).
     raw.send(1, { name: 'basic.qos', prefetchSize: 0, prefetchCount: 0, global: false });
     await raw.expect('basic.qos-ok');
     expect(raw.pendingFrames).toBe(0);
     expect(log.held.length).toBeGreaterThan(0);
+  }
+
+  it('acks only after the log is durable, in order, coalesced with multiple=true', async () => {
+    const log = new GatedLog();
+    const { server } = await start({ log });
+    const raw = await confirmClient(server);
+    await publishWhileHeld(raw, log, () => {
+      publish(raw, 'ledger');
+      publish(raw, 'ledger');
+      publish(raw, 'ledger', false, encodeProperties({ deliveryMode: 1 })); // transient: ready at once, but must wait for 1 and 2
+    });
     log.releaseAll();
     const ack = await raw.expect('basic.ack');
     expect([ack.deliveryTag, ack.multiple]).toEqual([3, true]);
+  });
+
+  it('a lone durable confirm is written at once: no cork, no tick to uncork it', async () => {
+    const log = new GatedLog();
+    const { server } = await start({ log });
+    const raw = await confirmClient(server);
+    await publishWhileHeld(raw, log, () => publish(raw, 'ledger'));
+    const cork = vi.spyOn(Socket.prototype, 'cork');
+    try {
+      log.releaseAll();
+      const ack = await raw.expect('basic.ack');
+      expect([ack.deliveryTag, ack.multiple]).toEqual([1, false]);
+      expect(cork).toHaveBeenCalledTimes(0);
+    } finally {
+      cork.mockRestore();
+    }
   });
 
   it('a mandatory unroutable publish gets basic.return 312 NO_ROUTE, then its ack', async () => {

@@ -53,7 +53,8 @@ export interface ChannelHost {
   readonly consumerCancelNotify: boolean;
   /** The connection is open and its socket is not congested. */
   acceptsDeliveries(): boolean;
-  sendMethod(channel: number, method: AmqpMethodInput): void;
+  /** `alone`: nothing else is expected this tick (a lone confirm): written at once unless frames of this tick are gathered already. */
+  sendMethod(channel: number, method: AmqpMethodInput, alone?: boolean): void;
   sendMessage(channel: number, method: ContentMethodInput, properties: Uint8Array, body: Uint8Array): void;
   /** An error outside frame handling (a Durable rejected): map it as if a frame had caused it. */
   fail(error: unknown, channel: number): void;
@@ -281,9 +282,10 @@ export class AmqpChannel implements ConsumerChannel {
   }
 
   enableConfirms(): void {
-    this.confirmsValue ??= new PublisherConfirms((deliveryTag, multiple, outcome) => {
-      if (outcome === 'ack') this.sendMethod({ name: 'basic.ack', deliveryTag, multiple });
-      else this.sendMethod({ name: 'basic.nack', deliveryTag, multiple, requeue: false });
+    this.confirmsValue ??= new PublisherConfirms((deliveryTag, multiple, outcome, alone) => {
+      if (this.stateValue !== 'open') return;
+      const method: AmqpMethodInput = outcome === 'ack' ? { name: 'basic.ack', deliveryTag, multiple } : { name: 'basic.nack', deliveryTag, multiple, requeue: false };
+      this.host.sendMethod(this.number, method, alone);
     });
   }
 

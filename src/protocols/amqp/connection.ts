@@ -344,11 +344,15 @@ export class AmqpConnection implements ChannelHost, HeartbeatPeer, ManagedConnec
 
   // ─────────────────────────── outbound ───────────────────────────
 
-  /** Write bytes; writes in the same tick leave in one writev. A finished socket drops them. */
-  write(bytes: Buffer): void {
+  /**
+   * Write bytes; writes in the same tick leave in one writev. A finished socket drops them. `alone` (a
+   * lone confirm, publisher-confirms.ts): nothing else is expected this tick, so unless frames are
+   * gathered already it is written at once, without the cork and the tick that uncorks it.
+   */
+  write(bytes: Buffer, alone = false): void {
     const socket = this.socket;
     if (socket.destroyed || socket.writableEnded) return;
-    if (!this.corked) {
+    if (!this.corked && !alone) {
       this.corked = true;
       socket.cork();
       process.nextTick(this.uncork);
@@ -366,8 +370,8 @@ export class AmqpConnection implements ChannelHost, HeartbeatPeer, ManagedConnec
     this.socket.uncork();
   };
 
-  sendMethod(channel: number, method: AmqpMethodInput): void {
-    this.write(encodeMethodFrame(channel, method));
+  sendMethod(channel: number, method: AmqpMethodInput, alone = false): void {
+    this.write(encodeMethodFrame(channel, method), alone);
   }
 
   sendMessage(channel: number, method: ContentMethodInput, properties: Uint8Array, body: Uint8Array): void {

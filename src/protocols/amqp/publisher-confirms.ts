@@ -11,7 +11,9 @@
  *   every confirm below N. A later durable that resolves first waits.
  * - A run of ready confirms with the same outcome goes out as one frame with
  *   multiple=true; ready confirms are flushed once per tick, so a burst of
- *   publishes in one read costs one ack.
+ *   publishes in one read costs one ack. One exception: a Durable that settles
+ *   the last outstanding publish (a sequential publisher's, typically) is
+ *   confirmed at once, `alone`: nothing else could join its frame.
  * - Consecutive publishes tracking the same Durable form one range with one
  *   handler; a range is only extended while its Durable is still pending.
  */
@@ -42,7 +44,8 @@ export class PublisherConfirms {
   private flushScheduled = false;
   private closed = false;
 
-  constructor(private readonly send: (deliveryTag: number, multiple: boolean, outcome: ConfirmOutcome) => void) {}
+  /** `alone`: the only confirm of this settle, sent within it (the connection need not gather the tick's other frames with it). */
+  constructor(private readonly send: (deliveryTag: number, multiple: boolean, outcome: ConfirmOutcome, alone: boolean) => void) {}
 
   /** Publishes whose confirm has not been sent. */
   get outstanding(): number {
@@ -85,7 +88,7 @@ export class PublisherConfirms {
         entry = this.ready.get(last + 1);
       }
       this.nextToSend = last + 1;
-      this.send(last, last > first, outcome);
+      this.send(last, last > first, outcome, false);
     }
   }
 
@@ -102,6 +105,12 @@ export class PublisherConfirms {
     if (this.lastRange === range) {
       this.lastDurable = undefined;
       this.lastRange = undefined;
+    }
+    // The last outstanding publish, next in turn: the tick's flush would send exactly this frame, a tick later.
+    if (!this.closed && range.first === this.nextToSend && range.last === this.nextSeq - 1) {
+      this.nextToSend = range.last + 1;
+      this.send(range.last, range.last > range.first, outcome, true);
+      return;
     }
     this.settle(range, outcome);
   }
