@@ -67,7 +67,11 @@ export interface GroupCommitOptions {
   readonly fileSystem: LogFileSystem;
   readonly pipeline: boolean;
   readonly logger: Logger;
-  /** Told after every fdatasync: how long it took and how many records it made durable (metrics). */
+  /**
+   * Told after every fdatasync: how long it took and how many records it made durable (metrics). Told in the
+   * next check phase of the event loop (setImmediate), or at close: not between the sync and the
+   * acknowledgements its appends are waited on for, which it would hold up.
+   */
   readonly onSync: ((seconds: number, records: number) => void) | undefined;
   /** Keep the active segment zero-filled ahead of the writer (zero-fill.ts); undefined: don't. */
   readonly zeroFill: ZeroFillSizes | undefined;
@@ -125,6 +129,9 @@ export class GroupCommit {
   /** Set while a roll refused for want of descriptors waits to be retried. */
   private rollRetryTimer: NodeJS.Timeout | undefined;
   private pumpScheduled = false;
+  /** fdatasyncs not yet told to onSync: (seconds, records) pairs. */
+  private syncReports: number[] = [];
+  private syncReportScheduled = false;
   private idleCallbacks: (() => void)[] = [];
   private active: ActiveSegment;
   private readonly zeroFill: ZeroFill | undefined;
@@ -227,6 +234,7 @@ export class GroupCommit {
     clearTimeout(this.rollRetryTimer);
     if (this.failure === undefined) await this.waitDurable(this.nextLsnValue - 1).catch(() => undefined);
     if (!this.idle()) await new Promise<void>((resolve) => this.idleCallbacks.push(resolve));
+    this.reportSyncs();
   }
 
   private refusal(): Error | undefined {
@@ -335,13 +343,33 @@ export class GroupCommit {
     this.syncing = false;
     if (error !== null) return this.fail(error, 'fdatasync');
     if (this.failure !== undefined) return this.notifyIfIdle();
-    this.options.onSync?.((performance.now() - started) / 1000, target - this.durableLsnValue);
+    this.noteSync((performance.now() - started) / 1000, target - this.durableLsnValue);
     this.durableLsnValue = target;
     this.resolveDurable();
     this.startSync();
     this.pump();
     this.notifyIfIdle();
   }
+
+  /**
+   * Keeps an fdatasync's figures for onSync, told after the acknowledgements: observing two histograms cost
+   * 1.5 us hot and ~7 us right after an idle wait (prom-client, loaded machine), on the path to every ack.
+   */
+  private noteSync(seconds: number, records: number): void {
+    if (this.options.onSync === undefined) return;
+    this.syncReports.push(seconds, records);
+    if (this.syncReportScheduled) return;
+    this.syncReportScheduled = true;
+    setImmediate(this.reportSyncs);
+  }
+
+  private readonly reportSyncs = (): void => {
+    this.syncReportScheduled = false;
+    const reports = this.syncReports;
+    if (reports.length === 0) return;
+    this.syncReports = [];
+    for (let i = 0; i < reports.length; i += 2) this.options.onSync?.(reports[i]!, reports[i + 1]!);
+  };
 
   /** Only lazy records are written and not durable: sync them if nothing else does within lazySyncDelayMs. */
   private syncLater(): void {

@@ -229,6 +229,16 @@ describe('lazy appends (records nobody waits on)', () => {
     expect([...openLogReader(dir).read()].map((r) => r.lsn)).toEqual([1]);
     expect(await durable).toEqual([1]);
     expect(performance.now() - started).toBeGreaterThanOrEqual(lazySyncDelayMs - 1);
+    await nextTurn();
+    expect(syncs).toEqual([1]);
+    await log.close();
+  });
+
+  it('onSync hears of an fdatasync only after the appends it made durable have resolved and their callbacks ran (an ack is not held up by metrics)', async () => {
+    const { log, syncs } = await openCounting();
+    const syncsSeenByCallback = await log.appendOne(rec(1)).then(() => syncs.length);
+    expect(syncsSeenByCallback).toBe(0);
+    await nextTurn();
     expect(syncs).toEqual([1]);
     await log.close();
   });
@@ -242,6 +252,7 @@ describe('lazy appends (records nobody waits on)', () => {
       expect(syncs).toEqual([]);
       await log.appendOne(rec(2));
       expect(await lazy).toEqual([1]);
+      await nextTurn();
       expect(syncs).toEqual([2]);
       await log.close();
     });
@@ -253,6 +264,7 @@ describe('lazy appends (records nobody waits on)', () => {
       const lazy = log.append([rec(1), rec(2)], { lazy: true });
       await log.sync();
       expect(await lazy).toEqual([1, 2]);
+      await nextTurn();
       expect(syncs).toEqual([2]);
       await log.close();
     });
