@@ -9,7 +9,10 @@
  *   - 2,000 sequential QoS 1 publishes (after 2,000 unmeasured), each
  *     awaiting its PUBACK, with no subscriber and with one offline persistent
  *     subscriber (clean=false, subscribed at QoS 1, then disconnected: the
- *     durable path);
+ *     durable path); the no-subscriber case also on a bare Node server that
+ *     only answers (bare-puback-server.ts, read through 'data' events and
+ *     directly), alternating with the brokers: the floor of any Node broker
+ *     on this machine, beside each server's event-loop CPU per round trip;
  *   - QoS 0 and QoS 1 throughput publisher → live clean subscriber
  *     (20,000 messages of 100 B, counted at the subscriber; median of three
  *     after one unmeasured run), and QoS 1 publisher → a shared subscription
@@ -19,8 +22,9 @@
  *     subscribers).
  * Both brokers run side by side and every case alternates between them
  * (bench-side-by-side.ts).
- * Mosquitto runs with `persistence false`; even with persistence on it saves
- * periodically, never fsyncing per message, so it is not doing the same work.
+ * Mosquitto runs with `persistence true` and `set_tcp_nodelay true`; its
+ * persistence saves periodically, never fsyncing per message, so it is not
+ * doing the same work on the durable path.
  * Nothing is installed here: without `mosquitto` its column is skipped.
  * Data lives in a temp dir (CAIRN_BENCH_DIR picks the disk), removed afterwards.
  */
@@ -36,6 +40,7 @@ import { timedCase, type TimedCase } from './bench-thread-times.js';
 import { readStageReport, stageRows, stageTimingEnvironment } from './bench-stage-table.js';
 import type { StageReport } from '../src/stage-timing.js';
 import { startCairnProcess, stopChild, type CairnProcess } from './cairn-process.js';
+import type { BareReadMode } from './bare-puback-server.js';
 
 const payload = Buffer.alloc(100, 0x61);
 const latencyCount = 2000;
@@ -100,10 +105,11 @@ export function canConnect(port: number): Promise<boolean> {
 
 // ---- Mosquitto -------------------------------------------------------------
 
-async function startMosquitto(dir: string): Promise<{ port: number; stop(): Promise<void> }> {
+async function startMosquitto(dir: string): Promise<BenchServer & { stop(): Promise<void> }> {
   const port = await freePort();
   const config = join(dir, 'mosquitto.conf');
-  fs.writeFileSync(config, `listener ${port} 127.0.0.1\nallow_anonymous true\npersistence false\n`);
+  // Persistence on (a snapshot at exit and every autosave_interval, never per message) and TCP_NODELAY, as issue 18 compares.
+  fs.writeFileSync(config, `listener ${port} 127.0.0.1\nallow_anonymous true\npersistence true\npersistence_location ${dir}/\nset_tcp_nodelay true\n`);
   const child = spawn('mosquitto', ['-c', config], { stdio: ['ignore', 'ignore', 'pipe'] });
   const errors: string[] = [];
   child.stderr!.on('data', (chunk: Buffer) => errors.push(chunk.toString()));
@@ -116,7 +122,27 @@ async function startMosquitto(dir: string): Promise<{ port: number; stop(): Prom
     }
     await new Promise((done) => setTimeout(done, 50));
   }
-  return { port, stop: () => stopChild(child, exited) };
+  return { port, pid: child.pid, stop: () => stopChild(child, exited) };
+}
+
+// ---- the bare Node floor (bare-puback-server.ts) ----------------------------
+
+/** What the bare server's two variants are called in the table. */
+const bareModes = [['data', "'data' events"], ['direct', 'direct reads (socket-reads.ts)']] as const;
+
+/** Starts `bare-puback-server.js mode` as its own process; its port from the line it prints. */
+async function startBareServer(mode: BareReadMode): Promise<{ port: number; pid: number | undefined; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, [join(import.meta.dirname, 'bare-puback-server.js'), mode], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise<void>((done) => child.once('exit', () => done()));
+  const line = await new Promise<string>((resolvePromise, reject) => {
+    let buffered = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString();
+      if (buffered.includes('\n')) resolvePromise(buffered.slice(0, buffered.indexOf('\n')));
+    });
+    child.once('exit', (code) => reject(new Error(`bare-puback-server ${mode} exited with ${code} before it was ready`)));
+  });
+  return { port: (JSON.parse(line) as { port: number }).port, pid: child.pid, stop: () => stopChild(child, exited) };
 }
 
 // ---- MQTT cases --------------------------------------------------------------
@@ -241,43 +267,67 @@ async function stagesOfSequentialCases(dataDir: string, env: Readonly<Record<str
   return readStageReport(reportFile);
 }
 
+/** A server the bench measures: its MQTT port and process (for its thread times). */
+interface BenchServer { readonly port: number; readonly pid: number | undefined }
+
 interface MqttRun {
   /** The raw disk, fdatasync on the calling thread and on the thread pool, sampled in alternation with the latency cases. */
   readonly raw: readonly [LatencySummary, LatencySummary];
   /** Cairn's thread times in its two latency cases (no subscriber, offline subscriber). */
   readonly cairnThreads: readonly [TimedCase, TimedCase];
   readonly results: MqttResults[];
+  /** The no-subscriber case on each bare server, in the order given, with its thread times; and the other brokers' thread times in it. */
+  readonly bare: readonly { readonly noSub: LatencySummary; readonly threads: TimedCase }[];
+  readonly brokerNoSubThreads: readonly TimedCase[];
 }
 
-/** Every case on every broker (ports[0] is Cairn, its process `cairnPid`), alternating between them; results in the same order. */
-async function runCases(ports: readonly number[], cairnPid: number | undefined): Promise<MqttRun> {
-  const cairnThreads: TimedCase[] = [];
-  const timedOnCairn = (index: number, open: () => Promise<RoundTripCase>) => async (): Promise<RoundTripCase> => {
-    if (index !== 0) return open();
-    const timed = timedCase(cairnPid, await open());
-    cairnThreads.push(timed);
-    return timed;
+/**
+ * Every case on every broker (brokers[0] is Cairn), alternating between them; results in the same order.
+ * The bare servers take part in the no-subscriber case only, alternating with the brokers.
+ */
+async function runCases(brokers: readonly BenchServer[], bareServers: readonly BenchServer[]): Promise<MqttRun> {
+  const ports = brokers.map((broker) => broker.port);
+  const timed = (server: BenchServer, open: () => Promise<RoundTripCase>, into: TimedCase[]) => async (): Promise<RoundTripCase> => {
+    const timedOne = timedCase(server.pid, await open());
+    into.push(timedOne);
+    return timedOne;
   };
+  const noSubThreads: TimedCase[] = [];
+  const offlineThreads: TimedCase[] = [];
+  const bareThreads: TimedCase[] = [];
   const openers = [
     ...rawDiskOpeners,
-    ...ports.map((port, i) => timedOnCairn(i, () => openSequentialQos1(port, 'bench/nosub'))),
-    ...ports.map((port, i) => timedOnCairn(i, () => openOfflineSubscriberQos1(port, 'bench/offline'))),
+    ...brokers.map((broker) => timed(broker, () => openSequentialQos1(broker.port, 'bench/nosub'), noSubThreads)),
+    ...bareServers.map((server) => timed(server, () => openSequentialQos1(server.port, 'bench/nosub'), bareThreads)),
+    timed(brokers[0]!, () => openOfflineSubscriberQos1(brokers[0]!.port, 'bench/offline'), offlineThreads),
+    ...brokers.slice(1).map((broker) => () => openOfflineSubscriberQos1(broker.port, 'bench/offline')),
   ];
   const [rawOnCallingThread, rawViaPool, ...latencies] = await interleavedCases('QoS 1 sequential, no subscriber and offline subscriber', openers, latencyCount);
+  const noSubs = latencies.slice(0, brokers.length);
+  const bareNoSubs = latencies.slice(brokers.length, brokers.length + bareServers.length);
+  const offlines = latencies.slice(brokers.length + bareServers.length);
   const qos0 = await medianRuns('QoS 0 throughput', ports, (port) => throughput(port, 'bench/tput0', 0));
   const qos1 = await medianRuns('QoS 1 throughput', ports, (port) => throughput(port, 'bench/tput1', 1));
   const shared = await medianRuns(`QoS 1 shared subscription, ${sharedMembers} members`, ports, (port) => throughput(port, 'bench/shared1', 1, sharedMembers));
   const qos1v5 = await medianRuns('QoS 1 throughput, MQTT 5 with user properties', ports, (port) => throughput(port, 'bench/tput1v5', 1, 0, 5));
   const sharedV5 = await medianRuns(`QoS 1 shared subscription, ${sharedMembers} members, MQTT 5 with user properties`, ports, (port) => throughput(port, 'bench/shared1v5', 1, sharedMembers, 5));
   const results = ports.map((_, i) => ({
-    noSub: latencies[i]!, offline: latencies[ports.length + i]!, qos0: qos0[i]!, qos1: qos1[i]!, shared: shared[i]!, qos1v5: qos1v5[i]!, sharedV5: sharedV5[i]!,
+    noSub: noSubs[i]!, offline: offlines[i]!, qos0: qos0[i]!, qos1: qos1[i]!, shared: shared[i]!, qos1v5: qos1v5[i]!, sharedV5: sharedV5[i]!,
   }));
-  return { raw: [rawOnCallingThread!, rawViaPool!], cairnThreads: cairnThreads as [TimedCase, TimedCase], results };
+  return {
+    raw: [rawOnCallingThread!, rawViaPool!],
+    cairnThreads: [noSubThreads[0]!, offlineThreads[0]!],
+    results,
+    bare: bareNoSubs.map((noSub, i) => ({ noSub: noSub!, threads: bareThreads[i]! })),
+    brokerNoSubThreads: noSubThreads,
+  };
 }
 
 export async function benchMqtt(): Promise<void> {
   let raw: MqttRun['raw'];
   let cairnThreads: MqttRun['cairnThreads'];
+  let bare: MqttRun['bare'];
+  let brokerNoSubThreads: MqttRun['brokerNoSubThreads'];
   let stages: StageReport | undefined;
 
   const cairnData = tempDir('cairn-bench-mqtt-');
@@ -287,21 +337,27 @@ export async function benchMqtt(): Promise<void> {
   let cairn: MqttResults;
   let mosquitto: MqttResults | undefined;
   const mosquittoNote = commandExists('mosquitto')
-    ? 'Mosquitto: persistence false (its persistence, when on, is a periodic snapshot, never a per-message fsync); both brokers run side by side and each case alternates between them.'
+    ? 'Mosquitto: persistence true (a snapshot at exit and every autosave_interval, never a per-message fsync), set_tcp_nodelay true; both brokers run side by side and each case alternates between them.'
     : 'mosquitto not installed: Mosquitto column skipped.';
   try {
     // The measured broker runs without stage timing: its marks cost ~6,000 instructions per round trip (a quarter of one).
     const broker = await startCairn(cairnData.dir);
-    let other: { port: number; stop(): Promise<void> } | undefined;
+    let other: (BenchServer & { stop(): Promise<void> }) | undefined;
+    const bareServers: Array<BenchServer & { stop(): Promise<void> }> = [];
     try {
       if (commandExists('mosquitto')) other = await startMosquitto(mosquittoDir.dir);
-      const measured = await runCases(other === undefined ? [broker.mqttPort] : [broker.mqttPort, other.port], broker.child.pid);
+      for (const [mode] of bareModes) bareServers.push(await startBareServer(mode));
+      const cairnServer = { port: broker.mqttPort, pid: broker.child.pid };
+      const measured = await runCases(other === undefined ? [cairnServer] : [cairnServer, other], bareServers);
       raw = measured.raw;
       cairnThreads = measured.cairnThreads;
+      bare = measured.bare;
+      brokerNoSubThreads = measured.brokerNoSubThreads;
       [cairn, mosquitto] = measured.results as [MqttResults, MqttResults | undefined];
     } finally {
       await broker.stop();
       await other?.stop();
+      for (const server of bareServers) await server.stop();
     }
     stages = await stagesOfSequentialCases(join(stageDir.dir, 'data'), stageTiming.env, stageTiming.file);
   } finally {
@@ -320,6 +376,21 @@ export async function benchMqtt(): Promise<void> {
   };
   latencyRow('QoS 1 seq publish, no subscriber p50', (r) => r.noSub.p50);
   latencyRow('QoS 1 seq publish, no subscriber p99', (r) => r.noSub.p99);
+  // The floor: a bare Node server that only answers (bare-puback-server.ts), same client, alternating with the brokers.
+  for (const [i, [, how]] of bareModes.entries()) {
+    const noSub = bare[i]!.noSub;
+    rows.push([`  the same on a bare Node PUBACK server, ${how}: p50 / p99`, `${ms(noSub.p50)} / ${ms(noSub.p99)}`, '', `${ratio(noSub.p50, mosquitto?.noSub.p50)} / ${ratio(noSub.p99, mosquitto?.noSub.p99)}`]);
+  }
+  const loopCpu = (threads: TimedCase): string => {
+    const times = threads.perRoundTrip();
+    return times === undefined ? '-' : `${fmt(times.loopRunUs, 1)} us`;
+  };
+  rows.push([
+    `  event loop (main thread) CPU per no-subscriber round trip: Cairn | bare 'data' | bare direct`,
+    [brokerNoSubThreads[0]!, ...bare.map((b) => b.threads)].map(loopCpu).join(' | '),
+    brokerNoSubThreads[1] === undefined ? 'skipped' : loopCpu(brokerNoSubThreads[1]),
+    '',
+  ]);
   latencyRow('QoS 1 seq publish, offline persistent sub p50', (r) => r.offline.p50);
   latencyRow('QoS 1 seq publish, offline persistent sub p99', (r) => r.offline.p99);
   const throughputRow = (label: string, pick: (r: MqttResults) => Throughput): void => {

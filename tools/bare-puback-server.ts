@@ -1,0 +1,84 @@
+/**
+ * The floor of a Node.js MQTT broker on this machine, for bench.js mqtt's
+ * sequential no-subscriber row (issue 18): the fewest lines of MQTT 3.1.1 that
+ * the bench's publisher needs — CONNACK, PUBACK, PINGRESP, DISCONNECT —
+ * nothing decoded beyond a packet id, nothing stored or routed. Whatever a
+ * round trip costs here is Node's and the kernel's, not a broker's.
+ *
+ * Run as its own process, as Cairn and Mosquitto are:
+ * `node bare-puback-server.js data|direct` prints `{"port":N}` on stdout.
+ * 'data' reads through the socket's 'data' events; 'direct' the way Cairn
+ * reads a plain TCP socket (src/protocols/socket-reads.ts). Each packet is
+ * answered with one socket.write, as Cairn answers a read.
+ */
+import { createServer, type Socket } from 'node:net';
+import { receiveSocketBytes } from '../src/protocols/socket-reads.js';
+
+export type BareReadMode = 'data' | 'direct';
+
+const connack = Buffer.from([0x20, 0x02, 0x00, 0x00]);
+const pingresp = Buffer.from([0xd0, 0x00]);
+
+/** Answers one connection's packets; bytes of a packet split across reads wait in `pending`. */
+function serve(socket: Socket, mode: BareReadMode): void {
+  let pending: Buffer | undefined;
+  const receive = (chunk: Buffer): void => {
+    let bytes = pending === undefined ? chunk : Buffer.concat([pending, chunk]);
+    pending = undefined;
+    let at = 0;
+    while (at < bytes.length) {
+      // Fixed header: type byte, then the remaining length (1–4 bytes, 7 bits each).
+      let length = 0;
+      let shift = 0;
+      let cursor = at + 1;
+      for (;;) {
+        if (cursor >= bytes.length) { pending = bytes.subarray(at); return; }
+        const byte = bytes[cursor++]!;
+        length += (byte & 0x7f) << shift;
+        shift += 7;
+        if ((byte & 0x80) === 0) break;
+      }
+      if (cursor + length > bytes.length) { pending = bytes.subarray(at); return; }
+      const type = bytes[at]! >> 4;
+      if (type === 1) {
+        socket.write(connack);
+      } else if (type === 3 && (bytes[at]! & 0x06) !== 0) {
+        // PUBLISH at QoS 1 or 2 (the bench uses 1): the packet id follows the topic.
+        const idAt = cursor + 2 + bytes.readUInt16BE(cursor);
+        socket.write(Buffer.from([0x40, 0x02, bytes[idAt]!, bytes[idAt + 1]!]));
+      } else if (type === 12) {
+        socket.write(pingresp);
+      } else if (type === 14) {
+        socket.end();
+        return;
+      }
+      at = cursor + length;
+    }
+  };
+  socket.on('error', () => socket.destroy());
+  if (mode === 'data') {
+    socket.on('data', receive);
+  } else if (receiveSocketBytes(socket, receive) !== 'direct') {
+    throw new Error('bare-puback-server: direct reads are not available in this Node');
+  }
+}
+
+/** Listens on 127.0.0.1, OS-picked port, TCP_NODELAY on as Cairn's listener. */
+export function startBarePubackServer(mode: BareReadMode): Promise<{ port: number; close(): void }> {
+  const server = createServer({ noDelay: true }, (socket) => serve(socket, mode));
+  return new Promise((resolvePromise, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      if (address === null || typeof address === 'string') return reject(new Error('no TCP address'));
+      resolvePromise({ port: address.port, close: () => server.close() });
+    });
+  });
+}
+
+if (process.argv[1] !== undefined && import.meta.filename === process.argv[1]) {
+  const mode = process.argv[2];
+  if (mode !== 'data' && mode !== 'direct') throw new Error('usage: bare-puback-server.js data|direct');
+  const { port } = await startBarePubackServer(mode);
+  process.stdout.write(`${JSON.stringify({ port })}\n`);
+}
