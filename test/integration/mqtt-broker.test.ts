@@ -385,3 +385,20 @@ describe('reading the socket', () => {
     expect((await within(5_000, received)).equals(payload)).toBe(true);
   });
 });
+
+describe('writing the socket', () => {
+  it('writes a TCP connection\'s PUBACKs through its handle (socket-writes.ts), never through its Writable', async () => {
+    const { client: publisher } = await open('direct-writes');
+    const [connection] = server.list();
+    expect(connection!.socketWriter.mode).toBe('direct');
+    let streamWrites = 0;
+    const socket = connection!.socket;
+    const write = socket.write.bind(socket);
+    socket.write = ((...args: Parameters<typeof socket.write>) => { streamWrites++; return write(...args); }) as typeof socket.write;
+    const before = connection!.socketWriter.directWrites;
+    for (let i = 0; i < 200; i++) await publisher.publishAsync('direct/writes', 'x', { qos: 1 });
+    // Were the fast path silently lost (another Node, a changed internal), this is where it shows.
+    expect(connection!.socketWriter.directWrites - before).toBe(200);
+    expect(streamWrites).toBe(0);
+  });
+});

@@ -55,6 +55,7 @@ import { InboundTopicAliases } from './topic-aliases.js';
 import { unrestrictedTopicAccess, type AccessDeniedListener, type MqttTopicAccess } from './topic-access.js';
 import { markStage, Stage } from '../../stage-timing.js';
 import { receiveSocketBytes, type SocketReadMode } from '../socket-reads.js';
+import type { SocketWriter } from '../socket-writes.js';
 
 /** What every connection of one server shares. */
 export interface MqttConnectionContext {
@@ -133,6 +134,11 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
   private readonly inboundUnfinished = new Set<number>();
   /** A plain TCP socket is read directly into a shared buffer; any other transport through its 'data' events (socket-reads.ts). */
   readonly readMode: SocketReadMode;
+
+  /** A plain TCP socket is written through its handle while its Writable holds nothing (socket-writes.ts). */
+  get socketWriter(): SocketWriter {
+    return this.outgoing.socketWriter;
+  }
 
   constructor(
     readonly socket: MqttTransport,

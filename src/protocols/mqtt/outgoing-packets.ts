@@ -7,11 +7,15 @@
  * copied into one buffer; past `concatBytesMax` they go as they are, corked,
  * so a large delivery is not copied again.
  *
+ * A plain TCP socket's writes skip its Writable when it holds nothing
+ * (socket-writes.ts).
+ *
  * Invariant: packets reach the socket in the order they were added, and
  * nothing is added to the socket by anyone else (the connection writes only
  * through here), so the stream order is the order of `add`.
  */
 import type { Writable } from 'node:stream';
+import { socketWriter, type SocketWriter } from '../socket-writes.js';
 
 /** Up to this many bytes, the tick's packets are copied into one buffer; more go as one writev. */
 const concatBytesMax = 16 * 1024;
@@ -20,11 +24,20 @@ export class OutgoingPackets {
   private packets: Buffer[] = [];
   private pendingBytes = 0;
 
-  constructor(private readonly socket: Writable) {}
+  private readonly writer: SocketWriter;
 
-  /** Bytes added and not yet handed to the socket (they count towards its congestion). */
+  constructor(private readonly socket: Writable) {
+    this.writer = socketWriter(socket);
+  }
+
+  /** The socket writer: which path its writes take, how many went directly. */
+  get socketWriter(): SocketWriter {
+    return this.writer;
+  }
+
+  /** Bytes added and not yet handed to the socket, and those written directly that the kernel has not taken yet (they count towards its congestion). */
   get bytes(): number {
-    return this.pendingBytes;
+    return this.pendingBytes + this.writer.pendingBytes;
   }
 
   /** Keeps a packet for the next flush; true when it is the first since the last flush (the caller schedules one). */
@@ -45,9 +58,9 @@ export class OutgoingPackets {
     const socket = this.socket;
     if (socket.destroyed || socket.writableEnded) return false;
     if (count === 1) {
-      socket.write(packets[0]!);
+      this.writer.write(packets[0]!);
     } else if (bytes <= concatBytesMax) {
-      socket.write(Buffer.concat(packets, bytes));
+      this.writer.write(Buffer.concat(packets, bytes));
     } else {
       socket.cork();
       for (const packet of packets) socket.write(packet);
