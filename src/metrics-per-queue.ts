@@ -8,6 +8,8 @@
  * written as bytes into a reused buffer (http/answer-bytes.ts), each queue's
  * labels encoded once, in slices with turns of the event loop between them
  * (http/answer-slices.ts): the figures are all read before the first slice.
+ * A family whose queues and figures have not changed since the last scrape
+ * is the last scrape's text, copied (KeptFamilies).
  */
 import type { Broker } from './core/broker.js';
 import { AnswerBytes } from './http/answer-bytes.js';
@@ -63,13 +65,49 @@ export function readQueueFigures(broker: Broker): QueueFigures {
   return { queues, figures };
 }
 
+/** One per-object exposition's families as written: a later one whose queues and a family's figures are the same copies that family. */
+interface WrittenFamilies {
+  readonly queues: ReadonlyArray<{ readonly name: string }>;
+  readonly figures: readonly number[];
+  /** Each family's text, HELP and TYPE included, in queueFamilies' order. */
+  readonly texts: readonly Buffer[];
+}
+
+/** The families of the last per-object exposition, for the next one (Metrics keeps one). */
+export class KeptFamilies {
+  last: WrittenFamilies | undefined = undefined;
+}
+
+function sameQueues(a: ReadonlyArray<object>, b: ReadonlyArray<object>): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+function sameFamilyFigures(a: readonly number[], b: readonly number[], family: number): boolean {
+  for (let at = family; at < a.length; at += queueFamilies.length) if (!Object.is(a[at], b[at])) return false;
+  return true;
+}
+
 /**
  * The four families, one series per queue of `queues`, HELP and TYPE first, into `out`; ends with a newline. Yields
- * after every itemsPerCheck series (answer-slices.ts).
+ * after every itemsPerCheck series (answer-slices.ts). With `kept`, a family whose queues and figures are those of the
+ * last exposition written with it is that exposition's text (a copy), and this exposition's families are kept when it
+ * is done.
  */
-export function* perQueueExpositionSlices({ queues, figures }: QueueFigures, out: AnswerBytes): Generator<void, void, undefined> {
+export function* perQueueExpositionSlices({ queues, figures }: QueueFigures, out: AnswerBytes, kept?: KeptFamilies): Generator<void, void, undefined> {
+  const previous = kept?.last !== undefined && sameQueues(kept.last.queues, queues) ? kept.last : undefined;
+  const texts: Buffer[] = [];
   let written = 0;
   for (let family = 0; family < queueFamilies.length; family++) {
+    const previousText = previous !== undefined && sameFamilyFigures(previous.figures, figures, family) ? previous.texts[family] : undefined;
+    if (previousText !== undefined) {
+      out.bytes(previousText);
+      texts.push(previousText);
+      yield;
+      continue;
+    }
+    const start = out.view().length;
     out.ascii(familyHeaders[family]!);
     const name = familyNames[family]!;
     for (let i = 0; i < queues.length; i++) {
@@ -77,7 +115,9 @@ export function* perQueueExpositionSlices({ queues, figures }: QueueFigures, out
       out.range(name, 0, name.length).range(labels, 0, labels.length).number(figures[4 * i + family]!).ascii('\n');
       if (++written % itemsPerCheck === 0) yield;
     }
+    if (kept !== undefined) texts.push(Buffer.from(out.view().subarray(start)));
   }
+  if (kept !== undefined) kept.last = { queues, figures, texts };
 }
 
 /** The same as text (tests). */

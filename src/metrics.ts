@@ -34,7 +34,7 @@ import { metricNames } from './metric-names.js';
 import { registerBrokerGauges } from './metrics-gauges.js';
 import { AnswerBytes } from './http/answer-bytes.js';
 import { renderInSlices, SliceClock, sliceMs } from './http/answer-slices.js';
-import { perQueueExpositionSlices, readQueueFigures } from './metrics-per-queue.js';
+import { KeptFamilies, perQueueExpositionSlices, readQueueFigures } from './metrics-per-queue.js';
 import type { ManagedConnection } from './protocols/connection-description.js';
 import { version } from './version.js';
 
@@ -108,6 +108,8 @@ export class Metrics {
   private readonly openedTotals: Record<MetricsProtocol, number> = { mqtt: 0, amqp: 0 };
   private collecting: Broker | undefined = undefined;
   private aggregatedView: Registry | undefined;
+  /** The last /metrics/per-object's per-queue families: unchanged ones are copied. */
+  private readonly keptFamilies = new KeptFamilies();
 
   constructor() {
     const registers = [this.shared];
@@ -234,7 +236,7 @@ export class Metrics {
     const queues = this.collecting === undefined ? undefined : readQueueFigures(this.collecting);
     const [processText, shared] = await Promise.all([this.processMetricsText(), textInSlices(this.shared, budgetMs)]);
     out.utf8(processText).utf8(shared);
-    if (queues !== undefined) await renderInSlices(perQueueExpositionSlices(queues, out), budgetMs);
+    if (queues !== undefined) await renderInSlices(perQueueExpositionSlices(queues, out, this.keptFamilies), budgetMs);
   }
 
   /** The same as text (tests). */

@@ -20,7 +20,7 @@
  * answering it is printed beside the rows (its CPU time per scrape round).
  */
 import { openOfflineSubscriberQos1, openSequentialQos1, fmt, printTable, sharedMembers, tempDir, throughput, throughputCount } from './bench-mqtt.js';
-import { startScraperProcess, type ScraperProcess } from './bench-scraper-process.js';
+import { startDecoyProcess, startScraperProcess, type ScraperProcess } from './bench-scraper-process.js';
 import { summarize, withTimeout, type RoundTripCase } from './bench-side-by-side.js';
 import { startCairnProcess } from './cairn-process.js';
 import { threadTimes } from './bench-thread-times.js';
@@ -31,6 +31,13 @@ const windowMs = Number(process.env['CAIRN_BENCH_SCRAPE_WINDOW_MS'] ?? 1_500);
 const blocksPerCase = Number(process.env['CAIRN_BENCH_SCRAPE_BLOCKS'] ?? 8);
 const latencySampleBatch = 100;
 const target = 0.05;
+/**
+ * CAIRN_BENCH_SCRAPE_DECOY=1: the scraper GETs the same bytes from a decoy process (bench-scrape-decoy.ts) instead of
+ * the broker, which then answers nothing: the ratios are the machine's part of the overhead (decomposition only).
+ */
+const decoy = process.env['CAIRN_BENCH_SCRAPE_DECOY'] === '1';
+/** CAIRN_BENCH_SCRAPE_CASES=latency or throughput runs only those rows (decomposition; the target is all of them). */
+const cases = process.env['CAIRN_BENCH_SCRAPE_CASES'] ?? 'all';
 /**
  * The QoS 1 pub->sub row's publisher keeps at most this many messages published and not yet received: a clean
  * session holds at most 4,096 queued messages and drops the oldest past that, and a row whose windows dropped
@@ -85,7 +92,7 @@ function throughputCase(label: string, burst: () => ReturnType<typeof throughput
 }
 
 /** One ABBA block: its two plain and two scraped windows. */
-interface Block { readonly plain: number[][]; readonly scraped: number[][] }
+interface Block { readonly plain: number[][]; readonly scraped: number[][]; scrapedRounds: number }
 
 /** Scrape rounds so far, as the scraper last reported them when paused. */
 let scrapeRoundsSoFar = 0;
@@ -97,19 +104,34 @@ async function alternate(measured: WindowedCase, scraper: ScraperProcess): Promi
   const blocks: Block[] = [];
   await measured.measure(performance.now() + windowMs); // warm-up
   for (let b = 0; b < blocksPerCase; b++) {
-    const block: Block = { plain: [], scraped: [] };
+    const block: Block = { plain: [], scraped: [], scrapedRounds: 0 };
     for (const kind of ['plain', 'scraped', 'scraped', 'plain'] as const satisfies readonly Kind[]) {
       if (kind === 'scraped') scraper.resume();
       block[kind].push(await measured.measure(performance.now() + windowMs));
       if (kind === 'scraped') {
         const rounds = await scraper.pause();
         fewestRoundsInAWindow = Math.min(fewestRoundsInAWindow, rounds - scrapeRoundsSoFar);
+        block.scrapedRounds += rounds - scrapeRoundsSoFar;
         scrapeRoundsSoFar = rounds;
       }
     }
     blocks.push(block);
   }
   return blocks;
+}
+
+/**
+ * Round trips of the scraped windows slower than their block's plain p99, beyond the 1% a plain window has, per scrape
+ * round: how many round trips one round delays past the p99 (a sequential client is delayed once per event-loop turn
+ * it lands behind, whatever the turn's length). The median over blocks.
+ */
+function excessSlowPerRound(blocks: readonly Block[]): number {
+  return median(blocks.map((block) => {
+    const threshold = summarize(block.plain.flat()).p99;
+    const scraped = block.scraped.flat();
+    const slow = scraped.filter((sample) => sample > threshold).length;
+    return (slow - 0.01 * scraped.length) / block.scrapedRounds;
+  }));
 }
 
 function median(values: readonly number[]): number {
@@ -146,11 +168,18 @@ export async function benchScrape(): Promise<void> {
   const data = tempDir('cairn-bench-scrape-');
   const rows: string[][] = [['row', 'plain', 'scraped', 'median block ratio', `target ±${target * 100}%`, 'block ratios (min-max)']];
   let scrapeNote = '';
+  const slowNotes: string[] = [];
   let costNote = '';
   try {
     const broker = await startCairnProcess(data.dir);
-    const scraper = await startScraperProcess(broker.httpPort, scrapedQueues);
+    let scraper = await startScraperProcess(broker.httpPort, scrapedQueues);
     scrapeRoundsSoFar = await scraper.pause();
+    const decoyProcess = decoy ? await startDecoyProcess(broker.httpPort) : undefined;
+    if (decoyProcess !== undefined) {
+      await scraper.stop();
+      scraper = await startScraperProcess(decoyProcess.port, 0);
+      scrapeRoundsSoFar = await scraper.pause();
+    }
     try {
       const port = broker.mqttPort;
       const row = (label: string, plain: string, scraped: string, ratios: readonly number[]): void => {
@@ -158,7 +187,7 @@ export async function benchScrape(): Promise<void> {
         rows.push([label, plain, scraped, fmt(ratio, 3), Math.abs(ratio - 1) <= target ? 'PASS' : 'MISS', `${fmt(Math.min(...ratios), 3)}-${fmt(Math.max(...ratios), 3)}`]);
       };
 
-      for (const [label, open] of [
+      for (const [label, open] of cases === 'throughput' ? [] : [
         ['QoS 1 seq publish, no subscriber', () => openSequentialQos1(port, 'bench/nosub')],
         ['QoS 1 seq publish, offline persistent sub', () => openOfflineSubscriberQos1(port, 'bench/offline')],
       ] as const) {
@@ -172,12 +201,14 @@ export async function benchScrape(): Promise<void> {
             const ratios = blocks.map((block) => summarize(block.scraped.flat())[quantile] / summarize(block.plain.flat())[quantile]);
             row(`${label} ${quantile} (ms)`, fmt(plain[quantile], 3), fmt(scraped[quantile], 3), ratios);
           }
+          const perSecond = (kind: Kind): number => all(kind).length / (blocks.length * 2 * windowMs / 1000);
+          slowNotes.push(`${label}: ${fmt(excessSlowPerRound(blocks), 1)} round trips per scrape round slower than the plain p99 beyond its 1% (median of blocks; ${Math.round(perSecond('plain')).toLocaleString('en-US')} round trips a second plain, ${Math.round(perSecond('scraped')).toLocaleString('en-US')} scraped)`);
         } finally {
           await measured.close();
         }
       }
 
-      for (const [label, burst] of [
+      for (const [label, burst] of cases === 'latency' ? [] : [
         ['QoS 0 pub->sub throughput (msg/s)', () => throughput(port, 'bench/tput0', 0)],
         [`QoS 1 pub->sub throughput, <= ${qos1WindowMessages} in flight end to end (msg/s)`, () => throughput(port, 'bench/tput1', 1, 0, 4, qos1WindowMessages)],
         [`QoS 1 pub->$share (${sharedMembers} members) throughput (msg/s)`, () => throughput(port, 'bench/shared1', 1, sharedMembers)],
@@ -194,13 +225,16 @@ export async function benchScrape(): Promise<void> {
     } finally {
       const totals = await scraper.stop();
       scrapeNote = `scraper (its own process, lowest CPU priority): ${totals.rounds} rounds over ${scrapedQueues} queues (at least ${fewestRoundsInAWindow} in every scraped window) (/metrics, /metrics/per-object, /api/queues, /api/overview, console's queue list; one round a second), slowest round ${fmt(totals.slowestRoundMs, 1)} ms, ${totals.failures} failed requests`;
+      decoyProcess?.stop();
       await broker.stop();
     }
   } finally {
     data.remove();
   }
+  if (decoy) console.log('DECOY: the scraper GETs the same bytes from a decoy process, not from the broker (the machine\'s part of the overhead; not the target).');
   console.log(`MQTT rows with and without a monitoring load: ${blocksPerCase} blocks per row of four ${windowMs / 1000} s windows (plain, scraped, scraped, plain) after one unmeasured window; throughput in bursts of ${throughputCount} x 100 B.`);
   printTable(rows);
+  for (const note of slowNotes) console.log(note);
   console.log(costNote);
   for (const [label, { published, received }] of deliveredOf) console.log(`${label}: received ${received.toLocaleString('en-US')} of ${published.toLocaleString('en-US')} published`);
   console.log(scrapeNote);

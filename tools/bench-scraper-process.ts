@@ -12,7 +12,8 @@ import type { ScraperTotals } from './bench-scraper.js';
 
 // Always the built script: from dist/tools when compiled, from tools/ when a test imports this source file.
 const here = import.meta.dirname;
-const script = here.endsWith(join('dist', 'tools')) ? resolve(here, 'bench-scraper.js') : resolve(here, '../dist/tools/bench-scraper.js');
+const builtTools = here.endsWith(join('dist', 'tools')) ? here : resolve(here, '../dist/tools');
+const script = resolve(builtTools, 'bench-scraper.js');
 /** Declaring 1,000 queues through the API takes a few seconds on a loaded machine. */
 const readyTimeoutMs = 120_000;
 /** A round in progress ends within this even on a loaded machine. */
@@ -73,4 +74,20 @@ export function startScraperProcess(httpPort: number, queues: number): Promise<S
       return totals;
     },
   }));
+}
+
+/** The decoy HTTP server (bench-scrape-decoy.ts), serving what the broker at `brokerHttpPort` answered to each scraped path. */
+export function startDecoyProcess(brokerHttpPort: number): Promise<{ readonly port: number; stop(): void }> {
+  const child = spawn(process.execPath, [resolve(builtTools, 'bench-scrape-decoy.js'), String(brokerHttpPort)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolvePromise, reject) => {
+    let buffered = '';
+    child.once('exit', (code) => reject(new Error(`the decoy process exited with ${code} before it was ready`)));
+    child.stdout.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString();
+      const newline = buffered.indexOf('\n');
+      if (newline < 0) return;
+      const { port } = JSON.parse(buffered.slice(0, newline)) as { port: number };
+      resolvePromise({ port, stop: () => { child.kill('SIGTERM'); } });
+    });
+  });
 }

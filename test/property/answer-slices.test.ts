@@ -169,6 +169,8 @@ describe('answers in slices', () => {
     const once = out.view().toString('utf8');
     expect(once).toContain('rabbitmq_queue_messages_ready{vhost="/",queue="q-999"} 999\n');
     out.takeBuffer();
+    // Every figure changes, so no family is the last answer's text (metrics-per-queue.ts KeptFamilies): all are written.
+    for (const queue of broker.queues.values()) Object.assign(queue, { readyCount: queue.readyCount + 1, consumers: [{}] });
     const watch = watchTurns(out);
     await metrics.writePerObject(out, 0);
     const { turns, bytesAtFirstTurn } = watch.stop();

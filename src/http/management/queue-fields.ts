@@ -11,7 +11,9 @@
  * text equals JSON.stringify of the object form, byte for byte (a property
  * test checks it over random names and figures). A list is written in slices
  * (answer-slices.ts) from the queues' changing fields copied before the first
- * slice, so it shows one moment like the object form.
+ * slice, so it shows one moment like the object form. Each queue's whole
+ * object text is kept per set of columns with the values it was written
+ * from: a queue that has not changed since the last list costs a copy.
  */
 import type { QueueRuntime } from '../../core/amqp-queue.js';
 import { AnswerBytes } from '../answer-bytes.js';
@@ -64,14 +66,37 @@ export function queueFields(node: string): readonly QueueField[] {
   ];
 }
 
-/** What of `queue` may change, copied now (its fixed fields are shared: they never change). */
-function copyOfNow(queue: QueueView): QueueView {
-  const { name, durable, autoDelete, exclusiveOwner, queueArguments, readyCount, dropped, exclusiveConsumer } = queue;
+/**
+ * What of a queue may change, read at one moment: every field that is not 'fixed' is computed from these (ready,
+ * unacknowledged, consumers, dropped, the exclusive consumer's tag), so a queue whose values equal those its kept
+ * text was written from has that text.
+ */
+interface ChangingValues {
+  readonly ready: number;
+  readonly unacknowledged: number;
+  readonly consumers: number;
+  readonly dropped: number;
+  readonly tag: string | undefined;
+}
+
+function changingValuesOf(queue: QueueView): ChangingValues {
+  return { ready: queue.readyCount, unacknowledged: queue.unacked.size, consumers: queue.consumers.length, dropped: queue.dropped, tag: queue.exclusiveConsumer?.tag };
+}
+
+/** Object.is, so that NaN equals NaN (both are written null) and -0 is told from 0. */
+function sameValues(a: ChangingValues, b: ChangingValues): boolean {
+  return Object.is(a.ready, b.ready) && Object.is(a.unacknowledged, b.unacknowledged) && Object.is(a.consumers, b.consumers)
+    && Object.is(a.dropped, b.dropped) && a.tag === b.tag;
+}
+
+/** `queue` as it was when `values` were read (its fixed fields are shared: they never change). */
+function viewAt(queue: QueueView, values: ChangingValues): QueueView {
+  const { name, durable, autoDelete, exclusiveOwner, queueArguments } = queue;
   return {
-    name, durable, autoDelete, exclusiveOwner, queueArguments, readyCount, dropped,
-    unacked: { size: queue.unacked.size },
-    consumers: { length: queue.consumers.length },
-    exclusiveConsumer: exclusiveConsumer === undefined ? undefined : { tag: exclusiveConsumer.tag },
+    name, durable, autoDelete, exclusiveOwner, queueArguments, readyCount: values.ready, dropped: values.dropped,
+    unacked: { size: values.unacknowledged },
+    consumers: { length: values.consumers },
+    exclusiveConsumer: values.tag === undefined ? undefined : { tag: values.tag },
   };
 }
 
@@ -81,6 +106,15 @@ export function queueObject(fields: readonly QueueField[], queue: QueueView): Re
   for (const field of fields) object[field.key] = field.value(queue);
   return object;
 }
+
+/** A queue's object text for one set of columns, and the values it was written from. */
+interface ObjectText {
+  readonly values: ChangingValues;
+  readonly bytes: Buffer;
+}
+
+/** Sets of columns whose object texts are kept (a client asking for ever new columns must not grow memory). */
+const keptColumnSetsMax = 4;
 
 /** A queue's fixed fields encoded: `"name":…,"vhost":…` in table order, and where each field's text starts and ends. */
 interface FixedText {
@@ -95,6 +129,8 @@ interface FixedText {
  */
 export class QueueListWriter {
   private readonly fixedTexts = new WeakMap<QueueView, FixedText>();
+  /** Per set of columns (their indexes, joined), each queue's last object text: an unchanged queue's is copied. */
+  private readonly objectTexts = new Map<string, WeakMap<QueueView, ObjectText>>();
   private readonly keyTexts: readonly string[];
   /** The same as bytes (a flat copy is faster to write than a string, which may be a rope). */
   private readonly keyBytes: readonly Buffer[];
@@ -120,16 +156,42 @@ export class QueueListWriter {
     renderAtOnce(this.writeSlices(queues, indexes, out));
   }
 
-  /** The same, yielding after every itemsPerCheck queues; what changes of the queues is read at the first step. */
+  /**
+   * The same, yielding after every itemsPerCheck queues; what changes of the queues is read at the first step. A
+   * queue whose changing values are those its last text for these columns was written from gets that text again (a
+   * copy); the others are written and their text kept.
+   */
   *writeSlices(queues: readonly QueueView[], indexes: readonly number[], out: AnswerBytes): Generator<void, void, undefined> {
-    const now = queues.map(copyOfNow);
+    const now = queues.map(changingValuesOf);
+    const kept = this.objectTextsFor(indexes);
     out.ascii('[');
     for (let i = 0; i < queues.length; i++) {
       if (i > 0) out.ascii(',');
-      this.writeObject(queues[i]!, now[i]!, indexes, out);
+      const queue = queues[i]!;
+      const values = now[i]!;
+      const text = kept.get(queue);
+      if (text !== undefined && sameValues(text.values, values)) {
+        out.bytes(text.bytes);
+      } else {
+        const start = out.view().length;
+        this.writeObject(queue, viewAt(queue, values), indexes, out);
+        kept.set(queue, { values, bytes: Buffer.from(out.view().subarray(start)) });
+      }
       if ((i + 1) % itemsPerCheck === 0) yield;
     }
     out.ascii(']');
+  }
+
+  private objectTextsFor(indexes: readonly number[]): WeakMap<QueueView, ObjectText> {
+    const key = indexes.join(',');
+    let texts = this.objectTexts.get(key);
+    if (texts === undefined) {
+      // The oldest set goes first (a Map iterates in insertion order).
+      if (this.objectTexts.size >= keptColumnSetsMax) this.objectTexts.delete(this.objectTexts.keys().next().value!);
+      texts = new WeakMap();
+      this.objectTexts.set(key, texts);
+    }
+    return texts;
   }
 
   /** The same as a string (tests). */
