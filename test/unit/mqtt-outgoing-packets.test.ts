@@ -7,7 +7,7 @@
  * durable publish leaves as soon as its records are durable, not a tick later.
  */
 import { Duplex, Writable } from 'node:stream';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { Broker } from '../../src/core/broker.js';
 import { MemoryLog } from '../../src/core/record-log.js';
 import { silentLogger } from '../../src/logger.js';
@@ -159,6 +159,20 @@ describe('MqttConnection writes', () => {
     // The memory log's append resolves at once: the PUBACK is on the socket before a tick queued now runs.
     const writtenByNextTick = await new Promise<Handed>((resolve) => process.nextTick(() => resolve(socket.handed.slice(1))));
     expect(writtenByNextTick).toEqual([{ kind: 'write', chunks: [Buffer.from([0x40, 2, 0, 7])] }]);
+
+    // Written where it resolved, it schedules no flush of its own for the tick's end: no flush finds nothing.
+    const flush = vi.spyOn(OutgoingPackets.prototype, 'flush');
+    try {
+      for (const packetId of [8, 9]) {
+        socket.push(publishQos1(packetId));
+        await until(() => socket.handed.length === packetId - 5, `PUBACK ${packetId} written`);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      expect(flush.mock.results.filter((result) => result.value === false)).toHaveLength(2); // the reads' own flushes: nothing to write yet
+      expect(flush.mock.results.filter((result) => result.value === true)).toHaveLength(2);
+    } finally {
+      flush.mockRestore();
+    }
     publisher.close('server-closing');
   });
 });

@@ -106,6 +106,8 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
   private readonly outgoing: OutgoingPackets;
   /** Inside drainAndFlush: the drain's end flushes what the packets wrote. */
   private draining = false;
+  /** Sending the last acknowledgement awaited, which is flushed right after (whenDurable): a write schedules no flush. */
+  private sendingLastAwaited = false;
   /** Acknowledgements waiting for their Durable; reading stops at inboundAcksPendingMax. */
   private acksPending = 0;
   private readingPaused = false;
@@ -461,7 +463,7 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
   write(bytes: Buffer): void {
     if (this.stateValue === 'closed' || this.socket.destroyed || this.socket.writableEnded) return;
     // The first packet of a tick outside a drain (a delivery, an ack whose Durable resolved) flushes at the tick's end.
-    if (this.outgoing.add(bytes) && !this.draining) process.nextTick(this.flush);
+    if (this.outgoing.add(bytes) && !this.draining && !this.sendingLastAwaited) process.nextTick(this.flush);
   }
 
   private readonly flush = (): void => {
@@ -493,10 +495,19 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
       () => {
         this.acksPending -= 1;
         if (this.stateValue !== 'connected') return;
-        send();
         // The last acknowledgement awaited leaves now, not a tick later: no other one of this sync is still to come
         // (they resolve together, in order), so nothing is lost by not waiting for them.
-        if (this.acksPending === 0 && !this.draining) this.flush();
+        if (this.acksPending === 0 && !this.draining) {
+          this.sendingLastAwaited = true;
+          try {
+            send();
+          } finally {
+            this.sendingLastAwaited = false;
+          }
+          this.flush();
+        } else {
+          send();
+        }
         if (this.readingPaused && this.acksPending <= this.context.limits.inboundAcksPendingMax / 2) this.resumeReading();
       },
       (error: unknown) => {
