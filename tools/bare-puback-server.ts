@@ -7,12 +7,14 @@
  *
  * Run as its own process, as Cairn and Mosquitto are:
  * `node bare-puback-server.js data|direct` prints `{"port":N}` on stdout.
- * 'data' reads through the socket's 'data' events; 'direct' the way Cairn
- * reads a plain TCP socket (src/protocols/socket-reads.ts). Each packet is
- * answered with one socket.write, as Cairn answers a read.
+ * 'data' reads through the socket's 'data' events and writes with
+ * socket.write, as a plain Node server does; 'direct' reads and writes the
+ * way Cairn does a plain TCP socket (src/protocols/socket-reads.ts,
+ * socket-writes.ts). Each packet is answered with one write.
  */
 import { createServer, type Socket } from 'node:net';
 import { receiveSocketBytes } from '../src/protocols/socket-reads.js';
+import { socketWriter } from '../src/protocols/socket-writes.js';
 
 export type BareReadMode = 'data' | 'direct';
 
@@ -21,6 +23,8 @@ const pingresp = Buffer.from([0xd0, 0x00]);
 
 /** Answers one connection's packets; bytes of a packet split across reads wait in `pending`. */
 function serve(socket: Socket, mode: BareReadMode): void {
+  const writer = mode === 'direct' ? socketWriter(socket) : { mode: 'stream', write: (bytes: Buffer) => socket.write(bytes) };
+  if (mode === 'direct' && writer.mode !== 'direct') throw new Error('bare-puback-server: direct writes are not available in this Node');
   let pending: Buffer | undefined;
   const receive = (chunk: Buffer): void => {
     let bytes = pending === undefined ? chunk : Buffer.concat([pending, chunk]);
@@ -41,13 +45,13 @@ function serve(socket: Socket, mode: BareReadMode): void {
       if (cursor + length > bytes.length) { pending = bytes.subarray(at); return; }
       const type = bytes[at]! >> 4;
       if (type === 1) {
-        socket.write(connack);
+        writer.write(connack);
       } else if (type === 3 && (bytes[at]! & 0x06) !== 0) {
         // PUBLISH at QoS 1 or 2 (the bench uses 1): the packet id follows the topic.
         const idAt = cursor + 2 + bytes.readUInt16BE(cursor);
-        socket.write(Buffer.from([0x40, 0x02, bytes[idAt]!, bytes[idAt + 1]!]));
+        writer.write(Buffer.from([0x40, 0x02, bytes[idAt]!, bytes[idAt + 1]!]));
       } else if (type === 12) {
-        socket.write(pingresp);
+        writer.write(pingresp);
       } else if (type === 14) {
         socket.end();
         return;

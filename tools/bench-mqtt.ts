@@ -128,7 +128,7 @@ async function startMosquitto(dir: string): Promise<BenchServer & { stop(): Prom
 // ---- the bare Node floor (bare-puback-server.ts) ----------------------------
 
 /** What the bare server's two variants are called in the table. */
-const bareModes = [['data', "'data' events"], ['direct', 'direct reads (socket-reads.ts)']] as const;
+const bareModes = [['data', "'data' events and socket.write"], ['direct', 'direct reads and writes as Cairn (socket-reads.ts, socket-writes.ts)']] as const;
 
 /** Starts `bare-puback-server.js mode` as its own process; its port from the line it prints. */
 async function startBareServer(mode: BareReadMode): Promise<{ port: number; pid: number | undefined; stop(): Promise<void> }> {
