@@ -6,7 +6,8 @@
  * round trip costs here is Node's and the kernel's, not a broker's.
  *
  * Run as its own process, as Cairn and Mosquitto are:
- * `node bare-puback-server.js data|direct` prints `{"port":N}` on stdout.
+ * `node bare-puback-server.js data|direct [port]` prints `{"port":N}` on
+ * stdout (port 0, the default, lets the OS pick; a fixed one is for profilers).
  * 'data' reads through the socket's 'data' events and writes with
  * socket.write, as a plain Node server does; 'direct' reads and writes the
  * way Cairn does a plain TCP socket (src/protocols/socket-reads.ts,
@@ -67,12 +68,12 @@ function serve(socket: Socket, mode: BareReadMode): void {
   }
 }
 
-/** Listens on 127.0.0.1, OS-picked port, TCP_NODELAY on as Cairn's listener. */
-export function startBarePubackServer(mode: BareReadMode): Promise<{ port: number; close(): void }> {
+/** Listens on 127.0.0.1 (port 0: the OS picks one), TCP_NODELAY on as Cairn's listener. */
+export function startBarePubackServer(mode: BareReadMode, port = 0): Promise<{ port: number; close(): void }> {
   const server = createServer({ noDelay: true }, (socket) => serve(socket, mode));
   return new Promise((resolvePromise, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
+    server.listen(port, '127.0.0.1', () => {
       const address = server.address();
       if (address === null || typeof address === 'string') return reject(new Error('no TCP address'));
       resolvePromise({ port: address.port, close: () => server.close() });
@@ -82,7 +83,7 @@ export function startBarePubackServer(mode: BareReadMode): Promise<{ port: numbe
 
 if (process.argv[1] !== undefined && import.meta.filename === process.argv[1]) {
   const mode = process.argv[2];
-  if (mode !== 'data' && mode !== 'direct') throw new Error('usage: bare-puback-server.js data|direct');
-  const { port } = await startBarePubackServer(mode);
+  if (mode !== 'data' && mode !== 'direct') throw new Error('usage: bare-puback-server.js data|direct [port]');
+  const { port } = await startBarePubackServer(mode, Number(process.argv[3] ?? 0));
   process.stdout.write(`${JSON.stringify({ port })}\n`);
 }

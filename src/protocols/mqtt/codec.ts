@@ -164,7 +164,8 @@ export function encodeConnack(returnCode: ConnackReturnCode, sessionPresent: boo
 }
 
 function encodeWithPacketId(firstByte: number, packetId: number): Buffer {
-  assert(Number.isInteger(packetId) && packetId >= 1 && packetId <= 0xffff, `packet id out of range: ${packetId}`);
+  // Once per acknowledgement: the message is only built when the invariant breaks (a template argument is built every call).
+  if (!(Number.isInteger(packetId) && packetId >= 1 && packetId <= 0xffff)) throw new AssertionError(`packet id out of range: ${packetId}`);
   const bytes = Buffer.allocUnsafe(4);
   bytes[0] = firstByte;
   bytes[1] = 0x02;

@@ -185,7 +185,8 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
 
   /** The session of a connected client; handlers of post-CONNECT packets may rely on it. */
   get session(): MqttSessionHandle {
-    assert(this.sessionValue !== undefined && this.stateValue === 'connected', `no session in state ${this.stateValue}`);
+    // Once per packet: the message is only built when the invariant breaks.
+    if (this.sessionValue === undefined || this.stateValue !== 'connected') throw new AssertionError(`no session in state ${this.stateValue}`);
     return this.sessionValue;
   }
 
