@@ -46,9 +46,10 @@ const latencyCount = 2000;
 // the confirm: the end-to-end row would measure confirm latency (an fdatasync for Cairn; RabbitMQ
 // confirms a message its consumer already acked without writing it).
 const latencySocket = { noDelay: true };
-// Unmeasured round trips before each latency case, the same for both brokers: a JIT-compiled
-// broker (and the amqplib client) is still warming up in its first thousand or so.
-const warmUpRoundTrips = 2000;
+// Unmeasured round trips before each latency case, the same for both brokers: a JIT-compiled broker
+// (and the amqplib client) runs partly unoptimised code for its first few thousand; the rows measure a
+// broker that has been running, as a production one has.
+const warmUpRoundTrips = 10_000;
 const e2eCount = 10_000;
 const transactionalCount = 10_000;
 const transactionBatch = 100;
