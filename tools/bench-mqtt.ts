@@ -44,8 +44,15 @@ import type { BareReadMode } from './bare-puback-server.js';
 
 const payload = Buffer.alloc(100, 0x61);
 const latencyCount = 2000;
-// Unmeasured publishes before each latency case, the same for both brokers (JIT warm-up).
-const warmUpPublishes = 2000;
+// Unmeasured publishes before each latency case, the same for every server: a JIT-compiled broker runs
+// partly unoptimised code for its first few thousand round trips (callgrind, main-thread instructions per
+// no-subscriber round trip: 27.2k after 2,000, 18.8k after 10,000); the rows measure a broker that has
+// been running, as a production one has.
+const warmUpPublishes = 10_000;
+// The offline-subscriber case stores every publish for its session (bound: 4,096 messages), so its
+// warm-up is rounds of this many on scratch sessions, each dropped, then this many on the measured one.
+const sessionWarmUpPublishes = 2000;
+const sessionWarmUpRounds = 4;
 export const throughputCount = 20_000;
 const stallMs = 5_000;
 /** Members of the shared subscription in the shared-subscription throughput case. */
@@ -156,10 +163,12 @@ function connect(port: number, clientId: string, clean = true, protocolVersion: 
 const benchUserProperties = { userProperties: { source: 'bench', unit: 'celsius' } };
 
 /** Sequential QoS 1 publishes, each awaiting its PUBACK. */
-export async function openSequentialQos1(port: number, topic: string, afterClose: () => Promise<void> = () => Promise.resolve()): Promise<RoundTripCase> {
+export async function openSequentialQos1(
+  port: number, topic: string, afterClose: () => Promise<void> = () => Promise.resolve(), warmUp = warmUpPublishes,
+): Promise<RoundTripCase> {
   const publisher = await connect(port, `bench-pub-${topic}`);
   const publishOne = async (): Promise<void> => { await publisher.publishAsync(topic, payload, { qos: 1 }); };
-  for (let i = 0; i < warmUpPublishes; i++) await publishOne();
+  for (let i = 0; i < warmUp; i++) await publishOne();
   return {
     sample: (count) => timeRoundTrips(count, publishOne),
     close: async () => {
@@ -171,12 +180,15 @@ export async function openSequentialQos1(port: number, topic: string, afterClose
 
 /** The same with one offline persistent subscriber (clean=false, QoS 1): every publish is stored for it. */
 export async function openOfflineSubscriberQos1(port: number, topic: string): Promise<RoundTripCase> {
-  const clientId = `bench-offline-${topic}`;
-  const subscriber = await connect(port, clientId, false);
-  await subscriber.subscribeAsync(topic, { qos: 1 });
-  await subscriber.endAsync();
-  // Closing drops the stored session and its queued messages.
-  return openSequentialQos1(port, topic, async () => (await connect(port, clientId, true)).endAsync());
+  const offline = async (clientId: string): Promise<RoundTripCase> => {
+    const subscriber = await connect(port, clientId, false);
+    await subscriber.subscribeAsync(topic, { qos: 1 });
+    await subscriber.endAsync();
+    // Closing drops the stored session and its queued messages.
+    return openSequentialQos1(port, topic, async () => (await connect(port, clientId, true)).endAsync(), sessionWarmUpPublishes);
+  };
+  for (let round = 0; round < sessionWarmUpRounds; round++) await (await offline(`bench-offline-warm-${topic}`)).close();
+  return offline(`bench-offline-${topic}`);
 }
 
 export interface Throughput { readonly rate: number; readonly received: number; readonly acked: number; readonly seconds: number }
@@ -405,7 +417,7 @@ export async function benchMqtt(): Promise<void> {
   for (const [label, value] of threadTimeRow('Cairn, no subscriber', cairnThreads[0].perRoundTrip())) rows.push([label, value, '', '']);
   for (const [label, value] of threadTimeRow('Cairn, offline persistent sub', cairnThreads[1].perRoundTrip())) rows.push([label, value, '', '']);
 
-  console.log(`MQTT: ${latencyCount} sequential publishes per latency case (after ${warmUpPublishes} unmeasured; raw disk, Cairn and Mosquitto cases alternate), ${throughputCount} x 100 B per throughput case (median of ${throughputRuns}); disk: ${benchBaseDir()}`);
+  console.log(`MQTT: ${latencyCount} sequential publishes per latency case (after ${warmUpPublishes} unmeasured, offline subscriber: ${sessionWarmUpRounds + 1} x ${sessionWarmUpPublishes}; raw disk, Cairn and Mosquitto cases alternate), ${throughputCount} x 100 B per throughput case (median of ${throughputRuns}); disk: ${benchBaseDir()}`);
   printTable(rows);
   console.log(`Latency ratios > 1: Cairn slower; throughput ratios > 1: Cairn faster. Offline-sub case is Cairn's durable path (fsync per publish).`);
   console.log(mosquittoNote);
