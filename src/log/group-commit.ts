@@ -109,6 +109,9 @@ export const lazySyncDelayMs = 10;
 // A roll refused for want of file descriptors is tried again after this long (appends go on meanwhile).
 export const rollRetryDelayMs = 1_000;
 
+/** At most this many fdatasyncs wait to be told to onSync while the event loop does not turn. */
+const syncReportsHeldMax = 64;
+
 export class GroupCommit {
   private nextLsnValue: Lsn;
   private writtenLsnValue: Lsn;
@@ -358,6 +361,8 @@ export class GroupCommit {
   private noteSync(seconds: number, records: number): void {
     if (this.options.onSync === undefined) return;
     this.syncReports.push(seconds, records);
+    // Appenders that never let the loop turn (a closed loop of in-process appends, each sync on the loop) are told every so often.
+    if (this.syncReports.length >= 2 * syncReportsHeldMax) return this.reportSyncs();
     if (this.syncReportScheduled) return;
     this.syncReportScheduled = true;
     setImmediate(this.reportSyncs);

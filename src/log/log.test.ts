@@ -243,6 +243,21 @@ describe('lazy appends (records nobody waits on)', () => {
     await log.close();
   });
 
+  it('onSync is told every so often while appenders never let the event loop turn (each lone sync on the loop)', async () => {
+    const dir = freshDir();
+    const syncs: number[] = [];
+    const log = await SegmentedLog.open({ dir, onSync: (_seconds, records) => void syncs.push(records), syncLanes: { next: () => 'loop', noteLoopSync: () => undefined } });
+    let seenInTheLoop = 0;
+    // Awaiting each append is microtasks only: with every sync on the loop, no setImmediate runs until the loop ends.
+    for (let i = 1; i <= 200; i++) {
+      await log.appendOne(rec(i));
+      seenInTheLoop = syncs.length;
+    }
+    expect(seenInTheLoop).toBeGreaterThanOrEqual(128);
+    await log.close();
+    expect(syncs.reduce((sum, records) => sum + records, 0)).toBe(200);
+  });
+
   it('ride on the fdatasync of the next record somebody waits on', async () => {
     await withoutTimeouts(async () => {
       const { log, dir, syncs } = await openCounting();
