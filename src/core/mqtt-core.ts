@@ -336,12 +336,6 @@ function wantsRetained(retainHandling: 0 | 1 | 2 | undefined, existed: boolean):
   return retainHandling === undefined || retainHandling === 0 || (retainHandling === 1 && !existed);
 }
 
-/**
- * Route an MQTT publish: MQTT subscribers, amq.topic (bridge), ingest routes, the retained store.
- * `session`: a session record that goes in the same commit, after the message (a delayed will published).
- * `matched`: some destination took it (the retained store is not one); `refused`: a full
- * reject-publish queue bound to amq.topic did not.
- */
 /** Both done (either may be nothing to wait for). */
 function joinDurables(first: Durable, second: Durable): Durable {
   if (first === undefined) return second;
@@ -349,6 +343,12 @@ function joinDurables(first: Durable, second: Durable): Durable {
   return Promise.all([first, second]).then(() => undefined);
 }
 
+/**
+ * Route an MQTT publish: MQTT subscribers, amq.topic (bridge), ingest routes, the retained store.
+ * `session`: a session record that goes in the same commit, after the message (a delayed will published).
+ * `matched`: some destination took it (the retained store is not one); `refused`: a full
+ * reject-publish queue bound to amq.topic did not.
+ */
 function mqttPublish(
   context: MqttCoreContext, from: string, rx2: { c: string; id: number } | undefined, incoming: Omit<MqttIncomingPublish, 'packetId'>, session?: SessionBody,
 ): { durable: Durable; matched: boolean; refused: boolean } {

@@ -69,8 +69,8 @@ export interface GroupCommitOptions {
   readonly logger: Logger;
   /**
    * Told after every fdatasync: how long it took and how many records it made durable (metrics). Told in the
-   * next check phase of the event loop (setImmediate), or at close: not between the sync and the
-   * acknowledgements its appends are waited on for, which it would hold up.
+   * next check phase of the event loop (setImmediate), at close, or once 64 wait (appenders that never let
+   * the loop turn): not between the sync and the acknowledgements its appends are waited on for, which it would hold up.
    */
   readonly onSync: ((seconds: number, records: number) => void) | undefined;
   /** Keep the active segment zero-filled ahead of the writer (zero-fill.ts); undefined: don't. */

@@ -91,9 +91,13 @@ const transactionOperation = fc.oneof(
   fc.record({ op: fc.constant('settle' as const), n: fc.nat(5), outcome: fc.constantFrom<'ack' | 'reject' | 'requeue'>('ack', 'reject', 'requeue') }),
 );
 export const brokerCommand = fc.oneof(
-  fc.record({ t: fc.constant('connect' as const), c: fc.constantFrom(...clients), clean: fc.boolean() }),
+  // `will`: the connection's will, handed to the core when a later connect takes the session over (at once, or delayed 1 s).
+  fc.record({ t: fc.constant('connect' as const), c: fc.constantFrom(...clients), clean: fc.boolean(), will: fc.constantFrom(0, 1) }, { requiredKeys: ['t', 'c', 'clean'] }),
   // MQTT 5: Clean Start and a session expiry (0 ends at detach; 60 s gives an `offline` record).
-  fc.record({ t: fc.constant('connect5' as const), c: fc.constantFrom(...clients), clean: fc.boolean(), expiry: fc.constantFrom(0, 60, 0xffffffff) }),
+  fc.record(
+    { t: fc.constant('connect5' as const), c: fc.constantFrom(...clients), clean: fc.boolean(), expiry: fc.constantFrom(0, 60, 0xffffffff), will: fc.constantFrom(0, 1) },
+    { requiredKeys: ['t', 'c', 'clean', 'expiry'] },
+  ),
   // A will on some detaches: at once (no delay), or delayed 1 s (a 1000 ms tick publishes it, a reconnect cancels it; a session of expiry 0 publishes it at once).
   fc.record({ t: fc.constant('detach' as const), c: fc.constantFrom(...clients), will: fc.option(fc.constantFrom(0, 1), { nil: undefined }), p: payload }),
   fc.record({ t: fc.constant('subscribe' as const), c: fc.constantFrom(...clients), f: fc.constantFrom(...filters), qos, options: subscriptionOptions }),
@@ -165,7 +169,7 @@ export class BrokerHarness {
       switch (c.t) {
         case 'connect':
         case 'connect5': {
-          const link = new RecordingLink();
+          const link = new RecordingLink(c.will === undefined ? undefined : { topic: 'a/will', payload: new Uint8Array([c.will]), qos: 1, retain: false, delayInterval: c.will });
           const options = c.t === 'connect5' ? { sessionExpiryInterval: c.expiry } : {};
           const { session: handle, durable } = mqtt.connect(c.c, c.clean, link, undefined, options);
           await durable;

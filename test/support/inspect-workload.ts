@@ -8,7 +8,7 @@
  * timestamps are deterministic and strictly increasing.
  */
 import { Broker } from '../../src/core/broker.js';
-import type { AmqpConsumer, MqttClientLink, MqttOutgoingPublish, MqttSessionHandle, QueueDelivery } from '../../src/core/api.js';
+import type { AmqpConsumer, MqttClientLink, MqttOutgoingPublish, MqttSessionHandle, MqttWill, QueueDelivery } from '../../src/core/api.js';
 import { SegmentedLog, type LogOptions } from '../../src/log/index.js';
 
 export class RecordingLink implements MqttClientLink {
@@ -16,7 +16,9 @@ export class RecordingLink implements MqttClientLink {
   readonly pubrels: number[] = [];
   sendPublish(publish: MqttOutgoingPublish): boolean { this.received.push(publish); return true; }
   sendPubrel(packetId: number): void { this.pubrels.push(packetId); }
-  takenOver(): undefined { return undefined; }
+  /** `will`: what the connection hands the core when a newer one takes its session over. */
+  constructor(private readonly will?: MqttWill) {}
+  takenOver(): MqttWill | undefined { return this.will; }
   readFailed(error: Error): void { throw error; }
 }
 
