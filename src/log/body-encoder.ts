@@ -5,9 +5,9 @@
  * The mirror of body-decoder.ts.
  *
  * It writes the subset Cairn's bodies are made of (nil, booleans, numbers,
- * ASCII strings, Uint8Array binary, arrays, plain objects) byte for byte as
- * @msgpack/msgpack's Encoder (default options) writes them, and gives up on
- * anything else (non-ASCII strings, dates and other extensions, class
+ * well-formed strings, Uint8Array binary, arrays, plain objects) byte for byte
+ * as @msgpack/msgpack's Encoder (default options) writes them, and gives up on
+ * anything else (lone surrogates, dates and other extensions, class
  * instances, other typed arrays, bigint, deep nesting, a body that does not
  * fit) by returning `unsupported`: the caller then encodes the body with the
  * library, so the bytes are always the library's. test/property/body-encoder
@@ -135,20 +135,73 @@ function writeInteger64(head: number, value: number): void {
   position += 9;
 }
 
-/** ASCII only: then a string's UTF-8 length is its length, known before its bytes are written. */
+/**
+ * ASCII strings in one pass (their UTF-8 length is their length, known before
+ * their bytes are written); at the first other character, back to the
+ * header and through encodeUtf8String.
+ */
 function encodeString(value: string): void {
+  const start = position;
   const length = value.length;
-  if (length < 32) writeByte(0xa0 + length);
-  else if (length < 0x100) writeHead(0xd9, 1, length);
-  else if (length < 0x10000) writeHead(0xda, 2, length);
-  else writeHead(0xdb, 4, length);
+  writeStringHeader(length);
   room(length);
   for (let i = 0; i < length; i++) {
     const code = value.charCodeAt(i);
-    if (code >= 0x80) throw giveUp;
+    if (code >= 0x80) {
+      position = start;
+      return encodeUtf8String(value);
+    }
     bytes[position + i] = code;
   }
   position += length;
+}
+
+function writeStringHeader(byteLength: number): void {
+  if (byteLength < 32) writeByte(0xa0 + byteLength);
+  else if (byteLength < 0x100) writeHead(0xd9, 1, byteLength);
+  else if (byteLength < 0x10000) writeHead(0xda, 2, byteLength);
+  else writeHead(0xdb, 4, byteLength);
+}
+
+/**
+ * Any well-formed string. A lone surrogate goes to the library: it writes one
+ * as three bytes of its own below a length threshold and as U+FFFD (through
+ * TextEncoder) above it.
+ */
+function encodeUtf8String(value: string): void {
+  const length = value.length;
+  let byteLength = 0;
+  for (let i = 0; i < length; i++) {
+    const code = value.charCodeAt(i);
+    if (code < 0x80) byteLength += 1;
+    else if (code < 0x800) byteLength += 2;
+    else if (code < 0xd800 || code > 0xdfff) byteLength += 3;
+    else if (code <= 0xdbff && (value.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      byteLength += 4;
+      i++;
+    } else throw giveUp;
+  }
+  writeStringHeader(byteLength);
+  room(byteLength);
+  for (let i = 0; i < length; i++) {
+    let code = value.charCodeAt(i);
+    if (code < 0x80) {
+      bytes[position++] = code;
+    } else if (code < 0x800) {
+      bytes[position++] = 0xc0 | (code >> 6);
+      bytes[position++] = 0x80 | (code & 0x3f);
+    } else if (code < 0xd800 || code > 0xdfff) {
+      bytes[position++] = 0xe0 | (code >> 12);
+      bytes[position++] = 0x80 | ((code >> 6) & 0x3f);
+      bytes[position++] = 0x80 | (code & 0x3f);
+    } else {
+      code = 0x10000 + ((code & 0x3ff) << 10) + (value.charCodeAt(++i) & 0x3ff);
+      bytes[position++] = 0xf0 | (code >> 18);
+      bytes[position++] = 0x80 | ((code >> 12) & 0x3f);
+      bytes[position++] = 0x80 | ((code >> 6) & 0x3f);
+      bytes[position++] = 0x80 | (code & 0x3f);
+    }
+  }
 }
 
 function encodeBinary(value: Uint8Array): void {

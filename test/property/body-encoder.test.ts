@@ -13,12 +13,14 @@ import { announceSeed, testSeed } from '../support/kit.js';
 import { encodeBodyInto, unsupported } from '../../src/log/body-encoder.js';
 import { appendFrame, encodeFrame, type AppendRecord, type FrameSink } from '../../src/log/record.js';
 
-/** What Cairn's bodies are made of: the encoder must take all of it. */
+/** What Cairn's bodies are made of (any well-formed string included): the encoder must take all of it. */
 const cairnValue = fc.letrec((tie) => ({
   any: fc.oneof(
     { depthSize: 'small' },
     fc.string({ unit: fc.integer({ min: 0, max: 0x7f }).map((code) => String.fromCharCode(code)), maxLength: 300 }),
     fc.constantFrom('bench-session', 'bench-q', 'a', 'x'.repeat(70), 'y'.repeat(300)),
+    fc.string({ unit: 'binary', maxLength: 300 }),
+    fc.constantFrom('é', 'capteur/température', '\u{1F600}'.repeat(80), 'ж'.repeat(128), '\u07ff\u0800\uffff\u{10000}\u{10ffff}'),
     fc.integer(),
     fc.integer({ min: -0x80, max: 0x100 }),
     fc.maxSafeInteger(),
@@ -43,6 +45,7 @@ const otherValue = fc.letrec((tie) => ({
     cairnValue,
     fc.string({ maxLength: 40 }),
     fc.string({ unit: 'binary', maxLength: 10 }),
+    fc.string({ unit: fc.oneof(fc.integer({ min: 0, max: 0xffff }).map((code) => String.fromCharCode(code)), fc.constantFrom('\ud800', '\udfff', 'a')), maxLength: 300 }),
     fc.date({ noInvalidDate: true }),
     fc.float32Array({ maxLength: 4 }),
     fc.bigInt(),
@@ -116,7 +119,8 @@ describe('body encoder', () => {
       expect(Buffer.from(bytes).equals(expected!)).toBe(true);
     }), { seed: announceSeed('body-encoder other values'), numRuns: 3000 });
     expect(fast).toBeGreaterThan(300);
-    expect(fastEncode('é').end).toBe(unsupported);
+    // Lone surrogates: the library writes them one way below its TextEncoder threshold and another above it.
+    for (const lone of ['\ud800', 'a\udc00', '\ud83d'.repeat(300), 'x\ud800y']) expect(fastEncode(lone).end).toBe(unsupported);
     expect(fastEncode(new Date(0)).end).toBe(unsupported);
   });
 
