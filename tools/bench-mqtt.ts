@@ -6,7 +6,7 @@
  *     any per-message durable write), sampled in alternation with the
  *     latency cases (bench-durable-floor.ts: the durable round trip against
  *     its target);
- *   - 2,000 sequential QoS 1 publishes (after 2,000 unmeasured), each
+ *   - 2,000 sequential QoS 1 publishes (after 10,000 unmeasured), each
  *     awaiting its PUBACK, with no subscriber and with one offline persistent
  *     subscriber (clean=false, subscribed at QoS 1, then disconnected: the
  *     durable path); the no-subscriber case also on a bare Node server that
@@ -19,7 +19,10 @@
  *     `$share/bench/...` with 4 live clean members (counted over all four);
  *   - the two QoS 1 throughput cases again with MQTT 5 clients, every publish
  *     carrying two user properties (stored with the message, sent on to the
- *     subscribers).
+ *     subscribers);
+ *   - fan-out at QoS 0 and QoS 1: one publisher, 50 live clean subscribers
+ *     of one topic, deliveries per second over all of them, with how many
+ *     were missing (bench-mqtt-fanout.ts).
  * Both brokers run side by side and every case alternates between them
  * (bench-side-by-side.ts).
  * Mosquitto runs with `persistence true` and `set_tcp_nodelay true`; its
@@ -41,6 +44,7 @@ import { readStageReport, stageRows, stageTimingEnvironment } from './bench-stag
 import type { StageReport } from '../src/stage-timing.js';
 import { startCairnProcess, stopChild, type CairnProcess } from './cairn-process.js';
 import type { BareReadMode } from './bare-puback-server.js';
+import { fanOut, fanOutCell, fanOutMessages, fanOutSubscribers, fanOutWindowMessages, type FanOut } from './bench-mqtt-fanout.js';
 
 const payload = Buffer.alloc(100, 0x61);
 const latencyCount = 2000;
@@ -258,6 +262,8 @@ interface MqttResults {
   readonly shared: Throughput;
   readonly qos1v5: Throughput;
   readonly sharedV5: Throughput;
+  readonly fanOut0: FanOut;
+  readonly fanOut1: FanOut;
 }
 
 /**
@@ -323,8 +329,11 @@ async function runCases(brokers: readonly BenchServer[], bareServers: readonly B
   const shared = await medianRuns(`QoS 1 shared subscription, ${sharedMembers} members`, ports, (port) => throughput(port, 'bench/shared1', 1, sharedMembers));
   const qos1v5 = await medianRuns('QoS 1 throughput, MQTT 5 with user properties', ports, (port) => throughput(port, 'bench/tput1v5', 1, 0, 5));
   const sharedV5 = await medianRuns(`QoS 1 shared subscription, ${sharedMembers} members, MQTT 5 with user properties`, ports, (port) => throughput(port, 'bench/shared1v5', 1, sharedMembers, 5));
+  const fanOut0 = await medianRuns(`QoS 0 fan-out to ${fanOutSubscribers} subscribers`, ports, (port) => fanOut(port, 'bench/fan0', 0));
+  const fanOut1 = await medianRuns(`QoS 1 fan-out to ${fanOutSubscribers} subscribers`, ports, (port) => fanOut(port, 'bench/fan1', 1));
   const results = ports.map((_, i) => ({
     noSub: noSubs[i]!, offline: offlines[i]!, qos0: qos0[i]!, qos1: qos1[i]!, shared: shared[i]!, qos1v5: qos1v5[i]!, sharedV5: sharedV5[i]!,
+    fanOut0: fanOut0[i]!, fanOut1: fanOut1[i]!,
   }));
   return {
     raw: [rawOnCallingThread!, rawViaPool!],
@@ -413,6 +422,12 @@ export async function benchMqtt(): Promise<void> {
   throughputRow(`QoS 1 pub->$share (${sharedMembers} members) throughput`, (r) => r.shared);
   throughputRow('MQTT 5 QoS 1 pub->sub, 2 user properties', (r) => r.qos1v5);
   throughputRow(`MQTT 5 QoS 1 pub->$share (${sharedMembers} members), 2 user properties`, (r) => r.sharedV5);
+  const fanOutRow = (label: string, pick: (r: MqttResults) => FanOut): void => {
+    rows.push([label, fanOutCell(pick(cairn)), mosquitto ? fanOutCell(pick(mosquitto)) : 'skipped', ratio(pick(cairn).rate, mosquitto && pick(mosquitto).rate)]);
+  };
+  const fanOutLabel = `fan-out, 1 publisher -> ${fanOutSubscribers} subscribers x ${fanOutMessages}, <= ${fanOutWindowMessages} ahead of the slowest (deliveries/s)`;
+  fanOutRow(`QoS 0 ${fanOutLabel}`, (r) => r.fanOut0);
+  fanOutRow(`QoS 1 ${fanOutLabel}`, (r) => r.fanOut1);
   for (const [label, value] of durableTargetRows(raw, cairn.noSub, cairn.offline)) rows.push([`${label} (no sub / offline sub)`, value, '', '']);
   for (const [label, value] of threadTimeRow('Cairn, no subscriber', cairnThreads[0].perRoundTrip())) rows.push([label, value, '', '']);
   for (const [label, value] of threadTimeRow('Cairn, offline persistent sub', cairnThreads[1].perRoundTrip())) rows.push([label, value, '', '']);
