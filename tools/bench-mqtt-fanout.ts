@@ -17,7 +17,7 @@
 import mqtt, { type MqttClient } from 'mqtt';
 
 export const fanOutSubscribers = 50;
-export const fanOutMessages = 2000;
+export const fanOutMessages = 1000;
 export const fanOutWindowMessages = 500;
 const defaultStallMs = 5_000;
 const payload = Buffer.alloc(100, 0x62);
