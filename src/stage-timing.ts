@@ -10,6 +10,9 @@
  *    data)    handler)   the batch)  returned)  returned)  called, or handed   or called     promise)     the tick's       write returned)
  *                                                          to the pool)        back)                      packets starts)
  *
+ * A lone batch written through the O_DSYNC descriptor (log/data-sync-writer.ts)
+ * marks no "written": its write is its sync, timed as "sync done".
+ *
  * Only sequential round trips are traced: one read carrying one packet, whose
  * acknowledgement is written before the next read. A second packet in the read,
  * or a read before the acknowledgement, discards the trace. Each stage keeps its

@@ -17,7 +17,9 @@
  * A lone appender pays exactly one write and one fdatasync. The fdatasync runs
  * on libuv's thread pool, except a lone batch's while the machine has a CPU to
  * spare: that one runs on the event loop, which saves the hand-off to a pool
- * thread and back (sync-lane.ts).
+ * thread and back (sync-lane.ts), and is written through an O_DSYNC descriptor
+ * when nothing else waits for a sync: write and sync in one call
+ * (data-sync-writer.ts).
  *
  * A batch notes each frame's offset from its start as it is encoded; when
  * the batch is written they join the segment's offset index (frame-offsets.ts),
@@ -39,9 +41,11 @@
  * and the roll is retried after rollRetryDelayMs. Running out of descriptors
  * must refuse new connections, not appends.
  */
+import { join } from 'node:path';
 import { assert } from '../assert.js';
 import type { Logger } from '../logger.js';
 import { countLoneSync, markStage, Stage } from '../stage-timing.js';
+import { DataSyncWriter } from './data-sync-writer.js';
 import { isDescriptorShortage, LogClosedError, toLogFailedError, type LogFailedError } from './errors.js';
 import { fdatasyncOnCallingThread, nodeFileSystem, writeFully, writeFullySync, type LogFileSystem } from './file-system.js';
 import { FrameOffsets } from './frame-offsets.js';
@@ -59,6 +63,8 @@ export interface ActiveSegment {
 }
 
 export interface GroupCommitOptions {
+  /** The data directory: segment files are named by SegmentState.file inside it. */
+  readonly dir: string;
   readonly nextLsn: Lsn;
   readonly active: ActiveSegment;
   readonly segmentBytesMax: number;
@@ -138,6 +144,8 @@ export class GroupCommit {
   private idleCallbacks: (() => void)[] = [];
   private active: ActiveSegment;
   private readonly zeroFill: ZeroFill | undefined;
+  /** The active segment's O_DSYNC descriptor, for lone batches on the loop lane. */
+  private readonly dataSync = new DataSyncWriter();
 
   constructor(private readonly options: GroupCommitOptions) {
     this.nextLsnValue = options.nextLsn;
@@ -237,6 +245,7 @@ export class GroupCommit {
     clearTimeout(this.rollRetryTimer);
     if (this.failure === undefined) await this.waitDurable(this.nextLsnValue - 1).catch(() => undefined);
     if (!this.idle()) await new Promise<void>((resolve) => this.idleCallbacks.push(resolve));
+    this.dataSync.close();
     this.reportSyncs();
   }
 
@@ -286,6 +295,7 @@ export class GroupCommit {
     this.inWrite = batch;
     const segment = this.active;
     if (this.options.fileSystem === nodeFileSystem && batch.length <= syncWriteBytesMax) {
+      if (this.writeLoneBatchDurably(batch, segment)) return;
       this.afterWrite(writeFullySync(this.options.fileSystem, segment.fd, batch.buffer, batch.length, segment.state.bytes), batch, segment);
       return;
     }
@@ -297,6 +307,13 @@ export class GroupCommit {
     this.writing = false;
     this.inWrite = undefined;
     if (error !== null) return this.fail(error, 'segment write');
+    this.noteWritten(batch, segment);
+    this.startSync();
+    this.pump();
+    this.notifyIfIdle();
+  }
+
+  private noteWritten(batch: Batch, segment: ActiveSegment): void {
     // Before writtenLsn moves: a read by LSN of a written record finds it in the segment's index.
     batch.noteWrittenTo(segment.state);
     this.writtenLsnValue = batch.lastLsn;
@@ -305,9 +322,43 @@ export class GroupCommit {
       batch.reset();
       this.spare = batch;
     }
-    this.startSync();
-    this.pump();
-    this.notifyIfIdle();
+  }
+
+  /**
+   * A lone batch on the loop lane (isLoneUnwrittenBatch) is written through the segment's O_DSYNC descriptor:
+   * durable when the write returns, one call instead of write then fdatasync. False: not taken, nothing done.
+   * Its write and sync being one call, it marks "sync submitted" and "sync done" but no "written" (stage-timing.ts).
+   */
+  private writeLoneBatchDurably(batch: Batch, segment: ActiveSegment): boolean {
+    if (!this.isLoneUnwrittenBatch() || this.options.syncLanes.next() !== 'loop') return false;
+    if (!this.dataSync.availableFor(join(this.options.dir, segment.state.file))) return false;
+    countLoneSync('loop');
+    this.syncing = true;
+    // noteWritten resets the batch for reuse: its last LSN is taken now.
+    const target = batch.lastLsn;
+    const started = performance.now();
+    markStage(Stage.syncSubmitted);
+    const error = this.dataSync.writeDurably(batch.buffer, batch.length, segment.state.bytes);
+    this.options.syncLanes.noteLoopSync(performance.now() - started);
+    this.writing = false;
+    this.inWrite = undefined;
+    if (error !== null) {
+      this.syncing = false;
+      this.fail(error, 'segment write');
+      return true;
+    }
+    this.noteWritten(batch, segment);
+    this.afterSync(null, target, started);
+    return true;
+  }
+
+  /**
+   * The batch being written is all there is to make durable: one appender waits, for a record in it (not only
+   * lazy ones), everything written before it is durable, no sync and no zero fill is in flight. Then a sync of
+   * its range alone (O_DSYNC) makes durable all that an fdatasync of the file would.
+   */
+  private isLoneUnwrittenBatch(): boolean {
+    return this.waiters.length - this.waiterHead === 1 && !this.syncing && this.durableLsnValue === this.writtenLsnValue && this.urgentLsn > this.durableLsnValue && this.zeroFill?.busy !== true;
   }
 
   private startSync(): void {
@@ -407,6 +458,7 @@ export class GroupCommit {
     this.options.roll(this.writtenLsnValue + 1, this.active).then(
       (segment) => {
         this.active = segment;
+        this.dataSync.close();
         this.writing = false;
         this.startZeroFill(segment);
         this.pump();

@@ -117,6 +117,7 @@ export class SegmentedLog {
     const last = segmentList[segmentList.length - 1]!;
     this.fetcher = new RecordFetcher(settings.fileSystem, settings.dir);
     this.commit = new GroupCommit({
+      dir: settings.dir,
       nextLsn: last.lastLsn + 1,
       active: { fd: activeFd, state: last, fileBytes: activeFileBytes },
       segmentBytesMax: settings.segmentBytesMax,

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { pino, type Logger } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openLogReader, SegmentedLog, type AppendRecord } from '../../src/log/index.js';
+import { openLogReader, SegmentedLog, type AppendRecord, type SyncLanes } from '../../src/log/index.js';
 import { nodeFileSystem } from '../../src/log/file-system.js';
 import { nonZeroEnd } from '../../src/log/zero-tail.js';
 
@@ -54,10 +54,17 @@ function writeAt(path: string, offset: number, bytes: Uint8Array): void {
   fs.closeSync(fd);
 }
 
-/** Appends in waves of concurrent appends (so zero fills race with writes), then waits for the fill to settle by closing. */
-async function buildLog(dir: string, records: readonly AppendRecord[], segmentBytesMax: number): Promise<{ segments: { file: string; bytes: number }[] }> {
-  const log = await SegmentedLog.open({ dir, segmentBytesMax });
-  for (let i = 0; i < records.length; i += 4) await Promise.all(records.slice(i, i + 4).map((r) => log.appendOne(r)));
+/** Every lone batch on the event loop, whatever the load: written through the O_DSYNC descriptor (data-sync-writer.ts). */
+const loopLane: SyncLanes = { next: () => 'loop', noteLoopSync: () => undefined };
+
+/**
+ * Appends in waves of concurrent appends (so zero fills race with writes), or (`alone`) one at a time with every
+ * lone batch on the loop, written through O_DSYNC between the fills; then waits for the fill to settle by closing.
+ */
+async function buildLog(dir: string, records: readonly AppendRecord[], segmentBytesMax: number, alone = false): Promise<{ segments: { file: string; bytes: number }[] }> {
+  const log = await SegmentedLog.open(alone ? { dir, segmentBytesMax, syncLanes: loopLane } : { dir, segmentBytesMax });
+  const wave = alone ? 1 : 4;
+  for (let i = 0; i < records.length; i += wave) await Promise.all(records.slice(i, i + wave).map((r) => log.appendOne(r)));
   const segments = log.segments().map((s) => ({ file: s.file, bytes: s.bytes }));
   await log.close();
   return { segments };
@@ -68,9 +75,9 @@ const sizes = fc.constantFrom(256, 4096, 64 * 1024, 1 << 20);
 describe('the writer zero-fills ahead of itself', () => {
   it('sealed segments end at their last frame; after the last frame there are only zeros; every record reads back', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(record, { minLength: 1, maxLength: 40 }), sizes, async (records, segmentBytesMax) => {
+      fc.asyncProperty(fc.array(record, { minLength: 1, maxLength: 40 }), sizes, fc.boolean(), async (records, segmentBytesMax, alone) => {
         const dir = freshDir();
-        const { segments } = await buildLog(dir, records, segmentBytesMax);
+        const { segments } = await buildLog(dir, records, segmentBytesMax, alone);
         for (const [i, segment] of segments.entries()) {
           const path = join(dir, segment.file);
           const size = fs.statSync(path).size;
@@ -142,9 +149,9 @@ describe('reading a zero tail', () => {
 
   it('a non-zero byte anywhere in the zero-filled space is a torn tail: truncated there, the records before it kept', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(record, { minLength: 1, maxLength: 12 }), fc.nat(), fc.integer({ min: 1, max: 255 }), async (records, offsetSeed, value) => {
+      fc.asyncProperty(fc.array(record, { minLength: 1, maxLength: 12 }), fc.nat(), fc.integer({ min: 1, max: 255 }), fc.boolean(), async (records, offsetSeed, value, alone) => {
         const dir = freshDir();
-        const { segments } = await buildLog(dir, records, 1 << 20);
+        const { segments } = await buildLog(dir, records, 1 << 20, alone);
         const last = segments.at(-1)!;
         const path = join(dir, last.file);
         const size = fs.statSync(path).size;
@@ -152,7 +159,7 @@ describe('reading a zero tail', () => {
         writeAt(path, last.bytes + (offsetSeed % (size - last.bytes)), Buffer.from([value]));
         expect(openLogReader(dir).tornTail).toMatchObject({ segment: last.file, lsn: records.length + 1 });
         const { logger, warnings } = warningsLogger();
-        const log = await SegmentedLog.open({ dir, segmentBytesMax: 1 << 20, logger });
+        const log = await SegmentedLog.open(alone ? { dir, segmentBytesMax: 1 << 20, logger, syncLanes: loopLane } : { dir, segmentBytesMax: 1 << 20, logger });
         expect(warnings.find((w) => String(w['msg']).includes('torn'))).toMatchObject({ lsn: records.length + 1, bytesDropped: size - last.bytes });
         expect(fs.statSync(path).size).toBeLessThanOrEqual(1 << 20);
         expect(await log.appendOne({ kind: 9, timestamp: 1, body: 'after' })).toBe(records.length + 1);
