@@ -437,6 +437,6 @@ export async function benchMqtt(): Promise<void> {
   console.log(`Latency ratios > 1: Cairn slower; throughput ratios > 1: Cairn faster. Offline-sub case is Cairn's durable path (fsync per publish).`);
   console.log(mosquittoNote);
   if (stages === undefined) return;
-  console.log('Cairn, per stage of one sequential QoS 1 round trip (src/stage-timing.ts; a second broker after the measured cases, with stage timing on; sync submitted -> sync done is the thread pool\'s fdatasync and the hops to it and back):');
+  console.log('Cairn, per stage of one sequential QoS 1 round trip (src/stage-timing.ts; a second broker after the measured cases, with stage timing on; sync submitted -> sync done is the fdatasync, on the thread pool with the hops to it and back, or on the event loop, where a lone batch is written and synced by one O_DSYNC pwrite and marks no \'written\'):');
   printTable(stageRows(stages, raw[0].p99));
 }
