@@ -9,7 +9,7 @@
 import type { MessageProperties } from '../projections/state.js';
 import type { MqttPublishProperties } from './api.js';
 
-/** What a message keeps of an incoming PUBLISH's properties; undefined when it has none. */
+/** What a message keeps of an incoming PUBLISH's properties, in memory of its own; undefined when it has none. */
 export function storedPropertiesOf(incoming: MqttPublishProperties | undefined, now: number): MessageProperties | undefined {
   if (incoming === undefined) return undefined;
   const stored: { -readonly [K in keyof MessageProperties]: MessageProperties[K] } = {};
@@ -17,7 +17,8 @@ export function storedPropertiesOf(incoming: MqttPublishProperties | undefined, 
   if (incoming.messageExpiryInterval !== undefined) stored.expiresAt = now + incoming.messageExpiryInterval * 1000;
   if (incoming.contentType !== undefined) stored.contentType = incoming.contentType;
   if (incoming.responseTopic !== undefined) stored.responseTopic = incoming.responseTopic;
-  if (incoming.correlationData !== undefined) stored.correlationData = incoming.correlationData;
+  // Copied: a decoded PUBLISH's correlation data may be a view of a socket read that is reused (MqttIncomingPublish).
+  if (incoming.correlationData !== undefined) stored.correlationData = Buffer.from(incoming.correlationData);
   if (incoming.userProperties !== undefined && incoming.userProperties.length > 0) stored.userProperties = incoming.userProperties;
   return Object.keys(stored).length > 0 ? stored : undefined;
 }
