@@ -82,8 +82,12 @@ export type DecodeResult =
 
 const packetIdMax = 0xffff;
 
-/** `bytes` is the whole packet `packet` was decoded from. */
-export function checkClientPacket(packet: Packet, bytes: Buffer, protocolVersion: ProtocolVersion): DecodeResult {
+/**
+ * `bytes` is the whole packet `packet` was decoded from. `checkedTopic`: a topic name that passed
+ * these rules before and has no U+FFFD (so it stands for one byte sequence): a PUBLISH carrying it
+ * skips the topic's checks (topic-memo.ts).
+ */
+export function checkClientPacket(packet: Packet, bytes: Buffer, protocolVersion: ProtocolVersion, checkedTopic?: string): DecodeResult {
   // A CONNECT names its own version; every later packet is read at the connection's.
   const version = packet.cmd === 'connect' ? packet.protocolVersion : protocolVersion;
   if (version === 5) {
@@ -93,17 +97,17 @@ export function checkClientPacket(packet: Packet, bytes: Buffer, protocolVersion
     const stringProblem = packet.cmd !== 'connect' && propertyStringsSuspect((packet as { properties?: object }).properties) ? findStringFieldProblem(bytes, true) : undefined;
     if (stringProblem !== undefined) return { kind: 'malformed', reason: stringProblem };
   }
-  const problem = findProblem(packet, bytes, version === 5);
+  const problem = findProblem(packet, bytes, version === 5, checkedTopic);
   // The cast is what the checks above proved: e.g. a packet id is present where ClientPacket says so.
   return problem === undefined ? { kind: 'packet', packet: packet as ClientPacket } : { kind: 'malformed', reason: problem };
 }
 
-function findProblem(packet: Packet, bytes: Buffer, v5: boolean): string | undefined {
+function findProblem(packet: Packet, bytes: Buffer, v5: boolean, checkedTopic: string | undefined): string | undefined {
   switch (packet.cmd) {
     case 'connect':
       return connectProblem(packet, bytes, v5);
     case 'publish':
-      return publishProblem(packet, bytes, v5);
+      return publishProblem(packet, bytes, v5, checkedTopic);
     case 'puback':
     case 'pubrec':
     case 'pubrel':
@@ -145,13 +149,15 @@ function lengthProblem(packet: Packet, remainingLength: number): string | undefi
   return `${packet.cmd.toUpperCase()} must have a remaining length of ${remainingLength}, has ${packet.length ?? '?'}`;
 }
 
-function publishProblem(packet: IPublishPacket, bytes: Buffer, v5: boolean): string | undefined {
+function publishProblem(packet: IPublishPacket, bytes: Buffer, v5: boolean, checkedTopic: string | undefined): string | undefined {
   if (packet.qos > 0) {
     const problem = packetIdProblem(packet);
     if (problem !== undefined) return problem;
   } else if (packet.dup) {
     return 'PUBLISH with QoS 0 must not have DUP set [MQTT-3.3.1-2]';
   }
+  // Its only string is the topic (a v5 PUBLISH's property strings were checked above).
+  if (checkedTopic !== undefined && packet.topic === checkedTopic) return undefined;
   // An empty topic with a topic alias means the topic the alias stands for [MQTT-3.3.2-1]; the connection resolves it.
   if (v5 && packet.topic === '' && packet.properties?.topicAlias !== undefined) return undefined;
   const topicProblem = validateTopicName(packet.topic);

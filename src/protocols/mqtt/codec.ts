@@ -24,6 +24,7 @@ import { checkClientPacket, type DecodeResult, type ProtocolVersion } from './cl
 import { readFixedHeader } from './framer.js';
 import { decodePublishProperties, encodePublishProperties, variableIntegerSize, writeVariableInteger, type PublishPacketProperties } from './publish-properties-codec.js';
 import type { IPubackPacket, IPublishPacket } from 'mqtt-packet';
+import { TopicMemo } from './topic-memo.js';
 
 export type { ClientPacket, DecodeResult, ProtocolVersion } from './client-packet-rules.js';
 
@@ -38,6 +39,8 @@ export class PacketDecoder {
   private protocolVersionValue: ProtocolVersion = 4;
   private decoded: Packet | undefined;
   private error: string | undefined;
+  /** The last PUBLISH topic, for the fast decoder and the packet rules (topic-memo.ts). */
+  private readonly topics = new TopicMemo();
 
   constructor() {
     this.parser.on('packet', (packet: Packet) => {
@@ -55,8 +58,16 @@ export class PacketDecoder {
 
   /** `bytes` must be exactly one packet, as cut by PacketFramer. */
   decode(bytes: Buffer): DecodeResult {
-    const fast = decodeHotPacket(bytes, this.protocolVersionValue);
-    if (fast !== undefined) return checkClientPacket(fast, bytes, this.protocolVersionValue);
+    const fast = decodeHotPacket(bytes, this.protocolVersionValue, this.topics);
+    if (fast !== undefined) {
+      const topics = this.topics;
+      const result = checkClientPacket(fast, bytes, this.protocolVersionValue, topics.checked);
+      if (result.kind === 'packet' && fast.cmd === 'publish') {
+        const topic = fast.topic;
+        if (topic.length > 0) topics.checked = topic;
+      }
+      return result;
+    }
     this.decoded = undefined;
     this.error = undefined;
     let left: number;
@@ -90,7 +101,7 @@ export class PacketDecoder {
  * A v5 PUBLISH's properties are read by publish-properties-codec.ts, which
  * leaves anything unusual to mqtt-packet as well.
  */
-export function decodeHotPacket(bytes: Buffer, protocolVersion: ProtocolVersion = 4): IPublishPacket | IPubackPacket | undefined {
+export function decodeHotPacket(bytes: Buffer, protocolVersion: ProtocolVersion = 4, topics?: TopicMemo): IPublishPacket | IPubackPacket | undefined {
   const firstByte = bytes[0];
   if (firstByte === 0x40 && bytes.length === 4 && bytes[1] === 0x02) {
     // The same object mqtt-packet's parser builds, so the two decoders stay interchangeable.
@@ -122,7 +133,7 @@ export function decodeHotPacket(bytes: Buffer, protocolVersion: ProtocolVersion 
     qos,
     dup: (firstByte & 0x08) !== 0,
     length: header.remainingLength,
-    topic: bytes.toString('utf8', topicStart, topicEnd),
+    topic: topics === undefined ? bytes.toString('utf8', topicStart, topicEnd) : topics.topicOf(bytes, topicStart, topicEnd),
     payload: bytes.subarray(payloadStart),
   };
   if (qos > 0) packet.messageId = bytes.readUInt16BE(topicEnd);
