@@ -14,7 +14,7 @@
  * socket-writes.ts). Each packet is answered with one write.
  */
 import { createServer, type Socket } from 'node:net';
-import { receiveSocketBytes } from '../src/protocols/socket-reads.js';
+import { lendSocketBytes } from '../src/protocols/socket-reads.js';
 import { socketWriter } from '../src/protocols/socket-writes.js';
 
 export type BareReadMode = 'data' | 'direct';
@@ -22,7 +22,7 @@ export type BareReadMode = 'data' | 'direct';
 const connack = Buffer.from([0x20, 0x02, 0x00, 0x00]);
 const pingresp = Buffer.from([0xd0, 0x00]);
 
-/** Answers one connection's packets; bytes of a packet split across reads wait in `pending`. */
+/** Answers one connection's packets; bytes of a packet split across reads wait in `pending`, a copy (a direct read is only lent). */
 function serve(socket: Socket, mode: BareReadMode): void {
   const writer = mode === 'direct' ? socketWriter(socket) : { mode: 'stream', write: (bytes: Buffer) => socket.write(bytes) };
   if (mode === 'direct' && writer.mode !== 'direct') throw new Error('bare-puback-server: direct writes are not available in this Node');
@@ -37,13 +37,13 @@ function serve(socket: Socket, mode: BareReadMode): void {
       let shift = 0;
       let cursor = at + 1;
       for (;;) {
-        if (cursor >= bytes.length) { pending = bytes.subarray(at); return; }
+        if (cursor >= bytes.length) { pending = Buffer.from(bytes.subarray(at)); return; }
         const byte = bytes[cursor++]!;
         length += (byte & 0x7f) << shift;
         shift += 7;
         if ((byte & 0x80) === 0) break;
       }
-      if (cursor + length > bytes.length) { pending = bytes.subarray(at); return; }
+      if (cursor + length > bytes.length) { pending = Buffer.from(bytes.subarray(at)); return; }
       const type = bytes[at]! >> 4;
       if (type === 1) {
         writer.write(connack);
@@ -63,7 +63,7 @@ function serve(socket: Socket, mode: BareReadMode): void {
   socket.on('error', () => socket.destroy());
   if (mode === 'data') {
     socket.on('data', receive);
-  } else if (receiveSocketBytes(socket, receive) !== 'direct') {
+  } else if (lendSocketBytes(socket, receive) !== 'direct') {
     throw new Error('bare-puback-server: direct reads are not available in this Node');
   }
 }

@@ -87,6 +87,7 @@ export interface MqttClientLink {
 
 export interface MqttIncomingPublish {
   readonly topic: string;
+  /** May be lent: a view of a socket read that is reused once the call returns. The core copies it if it keeps the message. */
   readonly payload: Uint8Array;
   readonly qos: Qos;
   readonly retain: boolean;
@@ -96,7 +97,10 @@ export interface MqttIncomingPublish {
   readonly properties?: MqttPublishProperties | undefined;
 }
 
-/** A connection's will, as the core gets it when the connection ends without a normal DISCONNECT [MQTT-3.1.2-8]. */
+/**
+ * A connection's will, as the core gets it when the connection ends without a normal DISCONNECT [MQTT-3.1.2-8].
+ * Its payload is its own, never lent: a will is kept until the connection ends.
+ */
 export interface MqttWill extends Omit<MqttIncomingPublish, 'packetId'> {
   /**
    * MQTT 5 Will Delay Interval in seconds [MQTT-3.1.3-9]: published when it has passed or the

@@ -29,7 +29,7 @@ import { parseSharedFilter, type SharedFilter } from './shared-subscription.js';
 import { SubscriptionIndex } from './subscription-index.js';
 import { isSharedFilter } from '../projections/shared-groups.js';
 import { topicMatchesFilter, validateTopicFilter } from './topic-filter.js';
-import { unpinned } from './unpinned-bytes.js';
+import { copyOfBytes } from './unpinned-bytes.js';
 import type { BrokerState, MessageProperties, StoredMessage } from '../projections/state.js';
 
 export interface MqttCoreContext extends PublishContext {
@@ -352,25 +352,28 @@ function joinDurables(first: Durable, second: Durable): Durable {
 function mqttPublish(
   context: MqttCoreContext, from: string, rx2: { c: string; id: number } | undefined, incoming: Omit<MqttIncomingPublish, 'packetId'>, session?: SessionBody,
 ): { durable: Durable; matched: boolean; refused: boolean } {
-  const { topic, payload, qos } = incoming;
+  const { topic, qos } = incoming;
+  // Maybe lent (a view of a socket read, MqttIncomingPublish): used as it is until the message is kept.
+  const lentPayload = incoming.payload;
   const mqttProperties = incoming.properties === undefined ? undefined : storedPropertiesOf(incoming.properties, context.clock());
   context.observer.messageIn('mqtt');
   let docs: DocBody[] | undefined;
   for (const route of context.ingestRoutes) {
     if (!ingestMatches(route, topic)) continue;
-    (docs ??= []).push({ col: route.collection, id: context.nextDocumentId(route.collection), doc: documentOf(payload, topic, context.clock()) });
+    (docs ??= []).push({ col: route.collection, id: context.nextDocumentId(route.collection), doc: documentOf(lentPayload, topic, context.clock()) });
   }
   // The publisher's own No Local subscriptions do not match [MQTT-3.8.3-3].
   const sessions = context.subscriptions.match(topic, context.sessions.get(from));
   const groups = context.shared.match(topic);
   // A full reject-publish queue refuses it: an MQTT 5 publisher hears 0x97 (as from RabbitMQ), a 3.1.1 one cannot be told.
   const bridged = context.bridgeQueues(topic);
-  const queues = queuesAccepting(bridged, payload.byteLength);
+  const queues = queuesAccepting(bridged, lentPayload.byteLength);
   // In a queue its expiry is an AMQP expiration (bridge-properties.ts), expired at the head as any.
   if (mqttProperties?.expiresAt !== undefined) for (const queue of queues) context.watchExpiry(queue);
   const matched = sessions.size > 0 || groups.length > 0 || queues.length > 0 || docs !== undefined;
   // Routed nowhere and nothing to record (a topic nobody listens to): nothing to plan, as in amqp-core.
   if (!matched && !incoming.retain && rx2 === undefined && session === undefined) return { durable: undefined, matched, refused: false };
+  const payload = copyOfBytes(lentPayload);
   // Every field named, absent ones undefined (no spreads): one object shape for every MQTT publish.
   const durable = publish(context, {
     topic, payload, qos, persistent: qos >= 1, from, mqttProperties, sessions, groups, queues, retain: incoming.retain ? retainBody(topic, payload, qos, mqttProperties) : undefined, rx2, session, docs,
@@ -379,6 +382,6 @@ function mqttPublish(
 }
 
 function retainBody(topic: string, payload: Uint8Array, qos: Qos, mqttProperties: MessageProperties | undefined): RetainBody {
-  const body: RetainBody = { t: topic, p: unpinned(payload), qos };
+  const body: RetainBody = { t: topic, p: payload, qos };
   return mqttProperties === undefined ? body : { ...body, m: messagePropertiesBody(mqttProperties) };
 }

@@ -12,3 +12,14 @@ export function pinsLargerBuffer(bytes: Uint8Array): boolean {
 export function unpinned(bytes: Uint8Array): Uint8Array {
   return pinsLargerBuffer(bytes) ? Buffer.from(bytes) : bytes;
 }
+
+/**
+ * A copy in memory of its own (a slice of Buffer's pool when small): for bytes whose buffer the
+ * caller reuses (a socket read that was only lent). allocUnsafe + set, not Buffer.from: the same
+ * copy without Buffer.from's checks of what it was given.
+ */
+export function copyOfBytes(bytes: Uint8Array): Buffer {
+  const copy = Buffer.allocUnsafe(bytes.byteLength);
+  copy.set(bytes);
+  return copy;
+}

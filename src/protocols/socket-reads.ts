@@ -14,9 +14,12 @@
  * `useUserBuffer` on its handle. Where either is missing (another Node, a
  * socket that already reads elsewhere) it falls back to 'data'.
  *
- * Invariant: each chunk handed to `receive` is its own copy, as with 'data':
- * the read buffer is shared by every socket and reused by the next read, so
- * nothing may keep a view of it past the callback.
+ * Two contracts. `receiveSocketBytes`: each chunk handed to `receive` is its
+ * own copy, as with 'data'. `lendSocketBytes`: a chunk read directly is a view
+ * of the read buffer, which every socket shares and the next read overwrites:
+ * the receiver copies whatever it keeps past the call (one copy of a leftover
+ * instead of one of every read, issue 18). Either way nothing may keep a view
+ * of the read buffer past the callback.
  */
 import { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -33,14 +36,24 @@ interface UserBufferHandle {
   useUserBuffer(buffer: Uint8Array): void;
 }
 
-/** Hands every chunk the transport reads to `receive`, in order; says which path it took. */
+/** Hands every chunk the transport reads to `receive`, in order, each its own copy; says which path it took. */
 export function receiveSocketBytes(transport: Duplex, receive: (chunk: Buffer) => void): SocketReadMode {
-  if (readDirectly(transport, receive)) return 'direct';
+  if (readDirectly(transport, receive, true)) return 'direct';
   transport.on('data', receive);
   return 'data-events';
 }
 
-function readDirectly(transport: Duplex, receive: (chunk: Buffer) => void): boolean {
+/**
+ * Hands every chunk the transport reads to `receive`, in order; a chunk read directly is only lent:
+ * valid until `receive` returns. Says which path it took.
+ */
+export function lendSocketBytes(transport: Duplex, receive: (chunk: Buffer) => void): SocketReadMode {
+  if (readDirectly(transport, receive, false)) return 'direct';
+  transport.on('data', receive);
+  return 'data-events';
+}
+
+function readDirectly(transport: Duplex, receive: (chunk: Buffer) => void, copy: boolean): boolean {
   if (!(transport instanceof Socket) || transport instanceof TLSSocket) return false;
   if (transport.listenerCount('data') > 0 || transport.destroyed) return false;
   const handle = (transport as unknown as { _handle?: Partial<UserBufferHandle> | null })._handle;
@@ -52,11 +65,13 @@ function readDirectly(transport: Duplex, receive: (chunk: Buffer) => void): bool
   // Set by the constructor to null unless the socket already reads into a buffer of its own.
   if (bufferField === undefined || callbackField === undefined || fields[bufferField] !== null || fields[callbackField] !== null) return false;
   fields[bufferField] = readBuffer;
-  fields[callbackField] = (bytes: number): void => {
-    const chunk = Buffer.allocUnsafe(bytes);
-    readBuffer.copy(chunk, 0, 0, bytes);
-    receive(chunk);
-  };
+  fields[callbackField] = copy
+    ? (bytes: number): void => {
+      const chunk = Buffer.allocUnsafe(bytes);
+      readBuffer.copy(chunk, 0, 0, bytes);
+      receive(chunk);
+    }
+    : (bytes: number): void => receive(readBuffer.subarray(0, bytes));
   (handle as UserBufferHandle).useUserBuffer(readBuffer);
   // What attaching a 'data' listener does: the stream flows, so the end of the stream is still emitted.
   transport.resume();

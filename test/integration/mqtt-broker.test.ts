@@ -280,6 +280,15 @@ describe('authentication', () => {
     await expect(open('probe-3', { username: 'web', password: 's3cret' })).rejects.toMatchObject({ code: 5 });
     await expect(open('probe-4')).rejects.toMatchObject({ code: 5 });
   });
+
+  it('checks the password a CONNECT carried even when its check waits behind others (the read that brought it was only lent)', async () => {
+    const users = ['u0', 'u1', 'u2', 'u3', 'u4', 'u5'];
+    const entries = await Promise.all(users.map(async (username) => ({ username, password: await hashPassword(`password of ${username}`) })));
+    await restart(parseUsersFile(JSON.stringify({ users: entries }), 'test'));
+    // At most two password hashes run at once: the later CONNECTs wait while the other connections are read.
+    const connacks = await Promise.all(users.map((username) => open(`lent-${username}`, { username, password: `password of ${username}` })));
+    expect(connacks.map(({ connack }) => connack.returnCode)).toEqual([0, 0, 0, 0, 0, 0]);
+  });
 });
 
 // ───────────────────── raw socket: what MQTT.js will not send ─────────────────────
@@ -383,6 +392,47 @@ describe('reading the socket', () => {
     const received = new Promise<Buffer>((resolve) => subscriber.once('message', (_topic, message) => resolve(message)));
     await publisher.publishAsync('big/one', payload, { qos: 1 });
     expect((await within(5_000, received)).equals(payload)).toBe(true);
+  });
+
+  // A direct read is only lent (socket-reads.ts): the next read of any connection overwrites it. What the framer holds
+  // of it (a first byte alone, or the start of a body) is copied before then.
+  it.each([['its first byte', 1], ['part of its body', 12]] as const)('takes a PUBLISH split after %s intact when another connection is read between the parts', async (_, splitAt) => {
+    const { client: subscriber } = await open('lent-sub');
+    const { lines } = collect(subscriber);
+    await subscriber.subscribeAsync('lent/one', { qos: 0 });
+    const publisher = netConnect(server.port, '127.0.0.1');
+    const other = netConnect(server.port, '127.0.0.1');
+    sockets.push(publisher, other);
+    publisher.write(generate({ cmd: 'connect', protocolId: 'MQTT', protocolVersion: 4, clean: true, clientId: 'lent-pub', keepalive: 0 }));
+    other.write(generate({ cmd: 'connect', protocolId: 'MQTT', protocolVersion: 4, clean: true, clientId: 'lent-other', keepalive: 0 }));
+    let otherBytes = 0;
+    let publisherBytes = 0;
+    other.on('data', (chunk: Buffer) => { otherBytes += chunk.length; });
+    publisher.on('data', (chunk: Buffer) => { publisherBytes += chunk.length; });
+    await until(() => publisherBytes === 4 && otherBytes === 4);
+    const publish = generate({ cmd: 'publish', topic: 'lent/one', payload: Buffer.from('the whole payload, every byte of it'), qos: 0, retain: false, dup: false });
+    const accepted = server.list().find((connection) => connection.socket.remotePort === publisher.localPort)!;
+    const readBefore = accepted.socket.bytesRead;
+    publisher.write(publish.subarray(0, splitAt));
+    await until(() => accepted.socket.bytesRead === readBefore + splitAt);
+    // PINGREQ: its PINGRESP says the broker read it, into the same read buffer.
+    other.write(Buffer.from([0xc0, 0x00]));
+    await until(() => otherBytes === 6);
+    publisher.write(publish.subarray(splitAt));
+    await until(() => lines.length === 1);
+    expect(lines).toEqual(['lent/one the whole payload, every byte of it']);
+  });
+
+  it('keeps its own copy of a payload it keeps from a lent read (a retained message)', async () => {
+    const { client: publisher } = await open('kept-pub');
+    await publisher.publishAsync('kept/retained', 'the retained value, as it was sent', { qos: 1, retain: true });
+    // Reads between: each overwrites the shared read buffer the PUBLISH came in.
+    for (let i = 0; i < 20; i++) await publisher.publishAsync('elsewhere', Buffer.alloc(2_000, 0x7e), { qos: 1 });
+    const { client: subscriber } = await open('kept-sub');
+    const { lines } = collect(subscriber);
+    await subscriber.subscribeAsync('kept/#', { qos: 1 });
+    await until(() => lines.length === 1);
+    expect(lines).toEqual(['kept/retained the retained value, as it was sent']);
   });
 });
 

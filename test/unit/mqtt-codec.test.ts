@@ -90,6 +90,25 @@ describe('PacketFramer', () => {
     expect(framer.next()).toEqual({ kind: 'need-more' });
   });
 
+  it('keeps its own copy of what it holds of a lent chunk, every chunk of a packet split over many (ownHeldBytes)', () => {
+    const publish = generate({ cmd: 'publish', topic: 'a/b', payload: Buffer.alloc(300, 7), qos: 0, retain: false, dup: false });
+    // A PINGREQ, then the PUBLISH cut after its first byte, inside its body, and at its end: each part lent in the same buffer.
+    const stream = Buffer.concat([pingreq, publish, pingreq]);
+    const lent = Buffer.alloc(stream.length);
+    const framer = new PacketFramer(1024);
+    const yielded: Buffer[] = [];
+    let start = 0;
+    for (const end of [3, 150, 250, stream.length]) {
+      stream.copy(lent, 0, start, end);
+      framer.push(lent.subarray(0, end - start));
+      for (let frame = framer.next(); frame.kind === 'packet'; frame = framer.next()) yielded.push(Buffer.from(frame.bytes));
+      framer.ownHeldBytes();
+      lent.fill(0xee);
+      start = end;
+    }
+    expect(yielded).toEqual([pingreq, publish, pingreq]);
+  });
+
   it('refuses a packet over packetBytesMax from its fixed header alone', () => {
     const framer = new PacketFramer(1024);
     framer.push(Buffer.from([0x30, 0xff, 0xff, 0xff, 0x7f]));

@@ -7,7 +7,7 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { receiveSocketBytes } from '../../src/protocols/socket-reads.js';
+import { lendSocketBytes, receiveSocketBytes } from '../../src/protocols/socket-reads.js';
 import { testSeed, announceSeed, seededRandom, until } from '../support/kit.js';
 
 const cleanups: Array<() => void> = [];
@@ -15,14 +15,14 @@ afterEach(() => {
   for (const cleanup of cleanups.splice(0)) cleanup();
 });
 
-/** A listener whose accepted sockets are read through receiveSocketBytes, and one client connected to it. */
-async function connectedPair(): Promise<{ client: Socket; accepted: Socket; chunks: Buffer[]; mode: string }> {
+/** A listener whose accepted sockets are read through `read` (receiveSocketBytes unless said), and one client connected to it. */
+async function connectedPair(read = receiveSocketBytes, receive?: (chunk: Buffer) => void): Promise<{ client: Socket; accepted: Socket; chunks: Buffer[]; mode: string }> {
   const chunks: Buffer[] = [];
   let accepted: Socket | undefined;
   let mode = '';
   const server: Server = createServer({ noDelay: true }, (socket) => {
     accepted = socket;
-    mode = receiveSocketBytes(socket, (chunk) => chunks.push(chunk));
+    mode = read(socket, (chunk) => { chunks.push(chunk); receive?.(chunk); });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as { port: number }).port;
@@ -75,6 +75,21 @@ describe('receiveSocketBytes', () => {
     client.end('last');
     await until(() => closed, 'the accepted socket closes after the peer ends');
     expect(Buffer.concat(chunks).toString()).toBe('last');
+  });
+
+  it('lends each direct read: a view of the one read buffer, every byte in order when copied during the call', async () => {
+    const copies: Buffer[] = [];
+    const { client, chunks: lent, mode } = await connectedPair(lendSocketBytes, (chunk) => copies.push(Buffer.from(chunk)));
+    const sent = Buffer.alloc(300_000);
+    for (let i = 0; i < sent.length; i++) sent[i] = (i * 13) % 251;
+    client.write(sent);
+    await until(() => copies.reduce((sum, chunk) => sum + chunk.length, 0) >= sent.length, 'every byte is read');
+    expect(mode).toBe('direct');
+    expect(lent.length).toBeGreaterThan(1);
+    // One buffer lent again and again: what a chunk held is gone once the next read came in.
+    expect(new Set(lent.map((chunk) => chunk.buffer)).size).toBe(1);
+    expect(lent.every((chunk) => chunk.byteOffset === lent[0]!.byteOffset)).toBe(true);
+    expect(Buffer.concat(copies).equals(sent)).toBe(true);
   });
 
   it('reads any other transport through its data events', async () => {

@@ -56,7 +56,10 @@ export class PacketDecoder {
     return this.protocolVersionValue;
   }
 
-  /** `bytes` must be exactly one packet, as cut by PacketFramer. */
+  /**
+   * `bytes` must be exactly one packet, as cut by PacketFramer; it may be lent (valid only during
+   * the call): a PUBLISH's payload and binary properties are then views of it, to copy if kept.
+   */
   decode(bytes: Buffer): DecodeResult {
     const fast = decodeHotPacket(bytes, this.protocolVersionValue, this.topics);
     if (fast !== undefined) {
@@ -72,7 +75,9 @@ export class PacketDecoder {
     this.error = undefined;
     let left: number;
     try {
-      left = this.parser.parse(bytes);
+      // mqtt-packet's packets keep views of its input (a CONNECT's password and will, binary properties) and
+      // are used after the read that lent `bytes` (socket-reads.ts): it parses a copy of its own.
+      left = this.parser.parse(Buffer.from(bytes));
     } catch (error: unknown) {
       // A throw (not an 'error' event) from the parser on hostile bytes is still the client's bad packet.
       if (error instanceof AssertionError) throw error;

@@ -54,7 +54,7 @@ import { OutboundTopicAliases } from './outbound-topic-aliases.js';
 import { InboundTopicAliases } from './topic-aliases.js';
 import { unrestrictedTopicAccess, type AccessDeniedListener, type MqttTopicAccess } from './topic-access.js';
 import { markStage, Stage } from '../../stage-timing.js';
-import { receiveSocketBytes, type SocketReadMode } from '../socket-reads.js';
+import { lendSocketBytes, type SocketReadMode } from '../socket-reads.js';
 import type { SocketWriter } from '../socket-writes.js';
 
 /** What every connection of one server shares. */
@@ -152,7 +152,7 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
     this.loggerValue = context.logger.child({ remote: `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}` });
     this.framer = new PacketFramer(context.limits.packetBytesMax);
     this.outgoing = new OutgoingPackets(socket);
-    this.readMode = receiveSocketBytes(socket, (chunk) => this.receive(chunk));
+    this.readMode = lendSocketBytes(socket, (chunk) => this.receive(chunk));
     socket.on('error', (error: Error) => {
       this.logger.debug({ err: error.message }, 'MQTT socket error');
       this.peerGone('socket-error');
@@ -192,12 +192,18 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
 
   // ─────────────────────────── inbound ───────────────────────────
 
+  /**
+   * `chunk` may be lent (a view of the shared read buffer, socket-reads.ts): the packets handled
+   * here use it only while they are handled (the core copies a payload it keeps), and what the
+   * framer still holds of it afterwards is copied before the next read.
+   */
   private receive(chunk: Buffer): void {
     markStage(Stage.read);
     if (this.stateValue === 'closed') return;
     this.framer.push(chunk);
-    if (this.yielding) return; // the rest of this read waits for our next turn
-    this.drainAndFlush();
+    // While yielding, the rest of this read waits for our next turn.
+    if (!this.yielding) this.drainAndFlush();
+    this.framer.ownHeldBytes();
   }
 
   /**

@@ -17,7 +17,9 @@
  * Invariants: `next()` yields packets in stream order, each exactly one whole
  * packet (header included); bytes after an error are never looked at again.
  * A packet that arrives inside one chunk is yielded as a view of that chunk
- * (no copy); only a packet split across chunks is concatenated, once.
+ * (no copy); only a packet split across chunks is concatenated, once. A chunk
+ * that was only lent (socket-reads.ts) may be pushed: `ownHeldBytes()` then
+ * copies what is still held of it before its buffer is reused.
  */
 import { assert } from '../../assert.js';
 
@@ -93,6 +95,16 @@ export class PacketFramer {
       // Only a partial fixed header (at most four bytes) can be left over here.
       this.head = Buffer.concat([this.head, chunk]);
     }
+  }
+
+  /**
+   * Copies what is held of the last chunk pushed into memory of its own: the caller lent that chunk
+   * and is about to reuse its buffer. Earlier chunks were copied the same way when they were pushed.
+   */
+  ownHeldBytes(): void {
+    if (this.head.length > 0) this.head = Buffer.from(this.head);
+    const last = this.parts.length - 1;
+    if (last >= 0) this.parts[last] = Buffer.from(this.parts[last]!);
   }
 
   /** The next whole packet, or need-more, or a framing error (after which the stream is dead). */

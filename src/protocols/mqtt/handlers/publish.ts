@@ -28,9 +28,8 @@ import { markStage, Stage } from '../../../stage-timing.js';
 
 export function handlePublish(connection: MqttConnection, packet: ClientPacketOf<'publish'>): void {
   markStage(Stage.decoded);
-  // Copied: the decoded payload is a view of a socket chunk, and a queued
-  // message would otherwise keep that whole chunk alive.
-  const payload = typeof packet.payload === 'string' ? Buffer.from(packet.payload, 'utf8') : Buffer.from(packet.payload);
+  // A view of the read's bytes, which the socket may only have lent: the core copies it if it keeps the message.
+  const payload = typeof packet.payload === 'string' ? Buffer.from(packet.payload, 'utf8') : packet.payload;
   const topic = connection.topicAliases.resolve(packet.topic, packet.properties?.topicAlias);
   if (packet.qos > 0) connection.beginInboundPublish(packet.messageId as number);
   const { encoder } = connection;
