@@ -1,3 +1,6 @@
+// Imported, not the global: in Node 20 the global `Buffer` is a getter, called on every use.
+import { Buffer } from 'node:buffer';
+
 /**
  * A body framed from a socket read is a view into that read's chunk (up to
  * 64 KiB, shared by every packet of the read). Whatever keeps a body for long

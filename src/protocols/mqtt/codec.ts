@@ -17,6 +17,8 @@
  *   PUBREL   62 02 <id>                          PUBCOMP 70 02 <id>
  *   UNSUBACK B0 02 <id>                          PINGRESP D0 00
  */
+// Imported, not the global: in Node 20 the global `Buffer` is a getter, called on every use (issue 18: the PUBACK of every QoS 1 PUBLISH).
+import { Buffer } from 'node:buffer';
 import { generate, parser as createParser, type Packet, type Parser } from 'mqtt-packet';
 import { AssertionError, assert } from '../../assert.js';
 import type { MqttOutgoingPublish } from '../../core/api.js';
@@ -110,7 +112,7 @@ export function decodeHotPacket(bytes: Buffer, protocolVersion: ProtocolVersion 
   const firstByte = bytes[0];
   if (firstByte === 0x40 && bytes.length === 4 && bytes[1] === 0x02) {
     // The same object mqtt-packet's parser builds, so the two decoders stay interchangeable.
-    const puback = { cmd: 'puback', retain: false, qos: 0, dup: false, length: 2, topic: null, payload: null, messageId: bytes.readUInt16BE(2) } as IPubackPacket;
+    const puback = { cmd: 'puback', retain: false, qos: 0, dup: false, length: 2, topic: null, payload: null, messageId: uint16At(bytes, 2) } as IPubackPacket;
     if (protocolVersion === 5) puback.reasonCode = 0;
     return puback;
   }
@@ -122,7 +124,7 @@ export function decodeHotPacket(bytes: Buffer, protocolVersion: ProtocolVersion 
   if (header.kind !== 'header' || header.headerBytes + header.remainingLength !== bytes.length) return undefined;
   const topicStart = header.headerBytes + 2;
   if (topicStart > bytes.length) return undefined;
-  const topicEnd = topicStart + bytes.readUInt16BE(header.headerBytes);
+  const topicEnd = topicStart + uint16At(bytes, header.headerBytes);
   const propertiesStart = qos > 0 ? topicEnd + 2 : topicEnd;
   let payloadStart = propertiesStart;
   let properties: PublishPacketProperties | undefined;
@@ -141,9 +143,14 @@ export function decodeHotPacket(bytes: Buffer, protocolVersion: ProtocolVersion 
     topic: topics === undefined ? bytes.toString('utf8', topicStart, topicEnd) : topics.topicOf(bytes, topicStart, topicEnd),
     payload: bytes.subarray(payloadStart),
   };
-  if (qos > 0) packet.messageId = bytes.readUInt16BE(topicEnd);
+  if (qos > 0) packet.messageId = uint16At(bytes, topicEnd);
   if (properties !== undefined) packet.properties = properties;
   return packet;
+}
+
+/** The big-endian 16-bit integer at `at`, which the caller checked is inside `bytes` (readUInt16BE checks again, out of line). */
+function uint16At(bytes: Buffer, at: number): number {
+  return (bytes[at]! << 8) | bytes[at + 1]!;
 }
 
 /**

@@ -433,7 +433,8 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
 
   /** The PUBACK or PUBCOMP of an inbound flow was written. */
   endInboundPublish(packetId: number): void {
-    this.inboundUnfinished.delete(packetId);
+    // Only MQTT 5 counts them (beginInboundPublish).
+    if (this.protocolVersion === 5) this.inboundUnfinished.delete(packetId);
   }
 
   /**
