@@ -33,8 +33,9 @@ export interface ConnectionSource {
   readonly openConnections: () => number;
 }
 
-export function registerBrokerGauges(registries: MetricsRegistries, broker: Broker, connections: ConnectionSource): void {
-  const totals = oncePerRun(() => queueTotals(broker));
+/** `exposition()` changes whenever an exposition begins (figures read once per exposition are shared by its families). */
+export function registerBrokerGauges(registries: MetricsRegistries, broker: Broker, connections: ConnectionSource, exposition: () => number): void {
+  const totals = oncePerExposition(() => queueTotals(broker), exposition);
   registerLogGauges([registries.shared], broker);
   registerPinGauges([registries.shared], broker);
   registerSessionGauges([registries.shared], broker);
@@ -50,17 +51,14 @@ export function registerBrokerGauges(registries: MetricsRegistries, broker: Brok
 }
 
 /**
- * `compute` at most once per synchronous run of the caller: gauges read in one run (prom-client's registry.metrics()
- * calls every collect() before its first await) share one pass over the queues. The expositions read one family per
- * turn of the event loop (metrics.ts, textInSlices), where each family makes its own pass (~20 µs per 1,000 queues).
+ * `compute` at most once per exposition (`exposition()` changes when one begins): the families of one answer that
+ * show queue totals share one pass over the queues and show one moment, though the answer reads its families a
+ * slice at a time with turns of the event loop between them (metrics.ts, textInSlices).
  */
-function oncePerRun<T>(compute: () => T): () => T {
-  let value: { readonly of: T } | undefined;
+function oncePerExposition<T>(compute: () => T, exposition: () => number): () => T {
+  let value: { readonly of: T; readonly exposition: number } | undefined;
   return () => {
-    if (value === undefined) {
-      value = { of: compute() };
-      queueMicrotask(() => { value = undefined; });
-    }
+    if (value?.exposition !== exposition()) value = { of: compute(), exposition: exposition() };
     return value.of;
   };
 }

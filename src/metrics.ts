@@ -8,7 +8,8 @@
  * ...), so its Grafana dashboards work; what only Cairn has is cairn_* (the
  * log's position, fsync latency, group-commit batch sizes, snapshots, replay,
  * MQTT sessions, collections, drops at a bound). prom-client's default
- * process_* and nodejs_* metrics come along (read at most once a second).
+ * process_* and nodejs_* metrics come along (read at most once a second;
+ * metrics-process.ts).
  *
  * Two expositions, as RabbitMQ serves them:
  * - /metrics: object metrics aggregated (rabbitmq_queue_messages_ready is one
@@ -27,11 +28,12 @@
  *   prom-client inc() hashes its labels and checks its value on every call.
  * - State computed only when scraped (`collectFrom`, metrics-gauges.ts).
  */
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type Counter as CounterType } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, type Counter as CounterType } from 'prom-client';
 import { assert } from './assert.js';
 import type { Broker } from './core/broker.js';
 import { metricNames } from './metric-names.js';
 import { registerBrokerGauges } from './metrics-gauges.js';
+import { registerProcessMetrics } from './metrics-process.js';
 import { AnswerBytes } from './http/answer-bytes.js';
 import { renderInSlices, SliceClock, sliceMs } from './http/answer-slices.js';
 import { KeptFamilies, perQueueExpositionSlices, readQueueFigures } from './metrics-per-queue.js';
@@ -110,15 +112,12 @@ export class Metrics {
   private aggregatedView: Registry | undefined;
   /** The last /metrics/per-object's per-queue families: unchanged ones are copied. */
   private readonly keptFamilies = new KeptFamilies();
+  /** Expositions begun: figures read once per exposition are kept for the one in progress (metrics-gauges.ts). */
+  private expositions = 0;
 
   constructor() {
     const registers = [this.shared];
-    // The event-loop delay monitor samples every 10 ms by default: most of an idle broker's event-loop time
-    // (a timer on the loop 100 times a second); 100 ms still resolves the lag a scrape reports.
-    collectDefaultMetrics({ register: this.process, eventLoopMonitoringPrecision: 100 });
-    // prom-client names three gauges *_total, which promtool rejects (only counters end in _total);
-    // each is the sum of the by-type gauge beside it (nodejs_active_handles{type}), so nothing is lost.
-    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) this.process.removeSingleMetric(name);
+    registerProcessMetrics(this.process);
     new Gauge({ name: metricNames.buildInfo, help: 'Cairn build information (always 1)', labelNames: ['version', 'node_version'] as const, registers }).set({ version, node_version: process.version }, 1);
     const inTotals = this.inTotals;
     const outTotals = this.outTotals;
@@ -217,12 +216,13 @@ export class Metrics {
     assert(this.collecting === undefined, 'Metrics.collectFrom: these registries already describe another broker');
     this.collecting = broker;
     const openConnections = (): number => this.connectionCounts.mqtt + this.connectionCounts.amqp;
-    registerBrokerGauges({ shared: this.shared, aggregated: this.aggregatedObjects }, broker, { openConnections, ...(clients ? { clients } : {}) });
+    registerBrokerGauges({ shared: this.shared, aggregated: this.aggregatedObjects }, broker, { openConnections, ...(clients ? { clients } : {}) }, () => this.expositions);
   }
 
   /** The /metrics exposition (object metrics aggregated). */
   async text(): Promise<string> {
     this.aggregatedView ??= Registry.merge([this.shared, this.aggregatedObjects]);
+    this.expositions++;
     const [processText, rest] = await Promise.all([this.processMetricsText(), textInSlices(this.aggregatedView)]);
     return `${processText}${rest}`;
   }
@@ -233,6 +233,7 @@ export class Metrics {
    * at one moment, before the first turn.
    */
   async writePerObject(out: AnswerBytes, budgetMs = sliceMs): Promise<void> {
+    this.expositions++;
     const queues = this.collecting === undefined ? undefined : readQueueFigures(this.collecting);
     const [processText, shared] = await Promise.all([this.processMetricsText(), textInSlices(this.shared, budgetMs)]);
     out.utf8(processText).utf8(shared);

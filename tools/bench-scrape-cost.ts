@@ -15,7 +15,7 @@
 import { loadavg } from 'node:os';
 import { fmt, printTable, tempDir } from './bench-mqtt.js';
 import { startBlockProbe } from './bench-block-probe.js';
-import { declareQueues, scrapedPaths } from './bench-scraper.js';
+import { declareQueues, scrapedPaths, scrapedRequests } from './bench-scraper.js';
 import { percentile } from './bench-side-by-side.js';
 import { threadTimes } from './bench-thread-times.js';
 import { startCairnProcess } from './cairn-process.js';
@@ -27,8 +27,9 @@ const warmUpRequests = 50;
 
 interface EndpointCost { loopNs: number; otherNs: number; bytes: number; requests: number; probe: number[] }
 
+/** GETs `path` with the headers the scraper sends for it (bench-scraper.ts); the bytes of the decoded answer. */
 async function get(base: string, path: string): Promise<number> {
-  const response = await fetch(`${base}${path}`);
+  const response = await fetch(`${base}${path}`, { headers: scrapedRequests.find((request) => request.path === path)?.headers ?? {} });
   if (!response.ok) throw new Error(`GET ${path}: ${response.status} ${await response.text()}`);
   return (await response.arrayBuffer()).byteLength;
 }

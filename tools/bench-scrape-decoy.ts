@@ -1,25 +1,36 @@
 /**
  * A stand-in for the broker's HTTP port (CAIRN_BENCH_SCRAPE_DECOY=1 in
  * bench-scrape.ts): `node dist/tools/bench-scrape-decoy.js BROKER_HTTP_PORT`
- * GETs each scraped path from the broker once, then serves those same bytes
- * (status, content type, length) from its own process and prints
+ * GETs each scraped path from the broker once, with the scraper's headers,
+ * then serves those same bytes (status, content type and encoding, length)
+ * from its own process and prints
  * {"port":N}. A scraper pointed at it loads the machine as the real one does
  * (its own CPU, the kernel's loopback copies of the same bytes) while the
  * broker answers nothing: the scrape bench's ratios with the decoy are the
  * machine's part of the overhead, the rest is the broker's.
  */
-import { createServer } from 'node:http';
+import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { scrapedPaths } from './bench-scraper.js';
+import { scrapedRequests } from './bench-scraper.js';
 
-interface Captured { readonly contentType: string; readonly body: Buffer }
+interface Captured { readonly headers: Readonly<Record<string, string>>; readonly body: Buffer }
 
+/** Each scraped path's answer as the broker sent it to the scraper's headers (gzipped where it asked), undecoded. */
 async function capture(base: string): Promise<Map<string, Captured>> {
   const answers = new Map<string, Captured>();
-  for (const path of scrapedPaths) {
-    const response = await fetch(`${base}${path}`);
-    if (!response.ok) throw new Error(`GET ${path}: ${response.status}`);
-    answers.set(path, { contentType: response.headers.get('content-type') ?? 'text/plain', body: Buffer.from(await response.arrayBuffer()) });
+  for (const { path, headers } of scrapedRequests) {
+    const captured = await new Promise<Captured>((resolve, reject) => {
+      request(`${base}${path}`, { headers }, (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => {
+          if (response.statusCode !== 200) reject(new Error(`GET ${path}: ${response.statusCode}`));
+          const kept = ['content-type', 'content-encoding', 'vary'].filter((name) => typeof response.headers[name] === 'string');
+          resolve({ headers: Object.fromEntries(kept.map((name) => [name, response.headers[name] as string])), body: Buffer.concat(chunks) });
+        });
+      }).on('error', reject).end();
+    });
+    answers.set(path, captured);
   }
   return answers;
 }
@@ -34,7 +45,7 @@ async function main(argv: readonly string[]): Promise<void> {
       response.writeHead(404).end();
       return;
     }
-    response.writeHead(200, { 'Content-Type': answer.contentType, 'Content-Length': answer.body.length, 'Cache-Control': 'no-store' });
+    response.writeHead(200, { ...answer.headers, 'Content-Length': answer.body.length, 'Cache-Control': 'no-store' });
     response.end(answer.body);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -19,7 +19,7 @@ import { request, Agent } from 'node:http';
 import { loadavg } from 'node:os';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { fmt, printTable } from './bench-mqtt.js';
-import { declareQueues, scrapedPaths } from './bench-scraper.js';
+import { declareQueues, scrapedPaths, scrapedRequests } from './bench-scraper.js';
 import { percentile } from './bench-side-by-side.js';
 import { InProcessCairn } from './in-process-cairn.js';
 
@@ -29,11 +29,12 @@ const warmUpRequests = 20;
 /** Between requests: the next one starts on a quiet loop. */
 const pauseMs = 5;
 
-/** The worker: GETs each path it is sent and answers with the bytes received. */
+/** The worker: GETs each path it is sent, with the scraper's headers for it, and answers with the bytes received (encoded, as sent). */
 function serveRequests(base: string): void {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   parentPort!.on('message', (path: string) => {
-    request(`${base}${path}`, { agent }, (response) => {
+    const headers = scrapedRequests.find((scraped) => scraped.path === path)?.headers ?? {};
+    request(`${base}${path}`, { agent, headers }, (response) => {
       let bytes = 0;
       response.on('data', (chunk: Buffer) => { bytes += chunk.length; });
       response.on('end', () => parentPort!.postMessage(bytes));

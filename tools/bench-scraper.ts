@@ -4,7 +4,9 @@
  * broker works. It declares `queues` queues through the management API, then
  * every second GETs /metrics, /metrics/per-object and /api/queues (the scraper
  * and the script) and /api/overview plus /api/queues?columns=… (the console on
- * its queues tab), one request at a time, and counts what it did.
+ * its queues tab), one request at a time, each with the headers its client
+ * sends (all three ask for gzip, as Prometheus, Node's fetch and browsers do),
+ * and counts what it did.
  *
  * It runs as its own process (`node dist/tools/bench-scraper.js HTTP_PORT
  * [QUEUES]`, started by bench-scraper-process.ts), so that it does not compete
@@ -27,8 +29,26 @@ export interface ScraperTotals {
 
 const roundIntervalMs = 1_000;
 const consoleColumns = 'name,durable,auto_delete,exclusive,messages_ready,messages_unacknowledged,consumers';
-/** What one round GETs, in order. */
-export const scrapedPaths: readonly string[] = ['/metrics', '/metrics/per-object', '/api/queues', '/api/overview', `/api/queues?columns=${consoleColumns}`];
+/** Prometheus 2's scrape request headers (scrape/scrape.go): it asks for gzip. */
+const prometheusHeaders = {
+  Accept: 'application/openmetrics-text;version=1.0.0;q=0.5,application/openmetrics-text;version=0.0.1;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2',
+  'Accept-Encoding': 'gzip',
+  'User-Agent': 'Prometheus/2.45.0',
+  'X-Prometheus-Scrape-Timeout-Seconds': '10',
+};
+/** An operator's script polling the queue list: what Node's fetch (and Python's requests) send. */
+const scriptHeaders = { 'Accept-Encoding': 'gzip, deflate' };
+/** The console in Chromium. */
+const browserHeaders = { Accept: 'application/json', 'Accept-Encoding': 'gzip, deflate, br, zstd' };
+/** What one round GETs, in order, each with the request headers of the client it stands for. */
+export const scrapedRequests: ReadonlyArray<{ readonly path: string; readonly headers: Readonly<Record<string, string>> }> = [
+  { path: '/metrics', headers: prometheusHeaders },
+  { path: '/metrics/per-object', headers: prometheusHeaders },
+  { path: '/api/queues', headers: scriptHeaders },
+  { path: '/api/overview', headers: browserHeaders },
+  { path: `/api/queues?columns=${consoleColumns}`, headers: browserHeaders },
+];
+export const scrapedPaths: readonly string[] = scrapedRequests.map((request) => request.path);
 
 export async function declareQueues(base: string, queues: number): Promise<void> {
   for (let i = 0; i < queues; i++) {
@@ -57,8 +77,8 @@ async function scrape(base: string, stopped: () => boolean): Promise<ScraperTota
       continue;
     }
     const started = performance.now();
-    for (const path of scrapedPaths) {
-      const response = await fetch(`${base}${path}`).catch(() => undefined);
+    for (const { path, headers } of scrapedRequests) {
+      const response = await fetch(`${base}${path}`, { headers }).catch(() => undefined);
       if (!response?.ok) failures++;
       await response?.arrayBuffer();
     }

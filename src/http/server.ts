@@ -46,6 +46,7 @@ import { managementRoutes } from './management/routes.js';
 import type { SystemFacts } from './management/system.js';
 import { AnswerBytesPool, whenSent } from './answer-bytes.js';
 import { writeInPieces } from './write-in-pieces.js';
+import { acceptsGzip, gzipBytesMin, gzipOnPool } from './answer-encoding.js';
 import { loadConsoleFiles } from './console-files.js';
 import { recentRecords, traceOf } from './log-records.js';
 import { QueryError } from './query.js';
@@ -176,7 +177,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       throw new HttpError(405, 'method_not_allowed', `${request.method ?? '?'} is not allowed on ${url.pathname}; allowed: ${allowed.join(', ')}`, { Allow: allowed.join(', ') });
     }
     const context: RequestContext = { url, parameters, headers: request.headers, user, body: async () => parseJsonObject(await readBody(request)) };
-    const answer = await handler(context);
+    const answer = await encoded(await handler(context), request);
     try {
       for (const [name, value] of Object.entries(answer.headers ?? {})) response.setHeader(name, value);
       send(response, answer.status ?? 200, answer.contentType ?? 'text/plain; charset=utf-8', request.method === 'HEAD' ? '' : answer.body);
@@ -280,6 +281,22 @@ function sendError(response: ServerResponse, status: number, error: string, reas
   for (const [name, value] of Object.entries(headers)) response.setHeader(name, value);
   // One line: rabbitmqadmin prints `reason` as it is.
   send(response, status, 'application/json; charset=utf-8', `${JSON.stringify({ error, reason: reason.replace(/\s*\n\s*/g, ' ') })}\n`);
+}
+
+/**
+ * `answer` gzipped on the thread pool when the client accepts gzip and the body is large enough (answer-encoding.ts);
+ * its pooled buffer goes back once zlib has read it. HEAD gets GET's headers without the work.
+ */
+async function encoded(answer: Answer, request: IncomingMessage): Promise<Answer> {
+  const headers = { ...answer.headers, Vary: 'Accept-Encoding' };
+  const bytes = typeof answer.body === 'string' ? Buffer.from(answer.body) : answer.body;
+  if (request.method === 'HEAD' || bytes.length < gzipBytesMin || !acceptsGzip(request.headers['accept-encoding'])) return { ...answer, body: bytes, headers };
+  const { sent, ...unsent } = answer;
+  try {
+    return { ...unsent, body: await gzipOnPool(bytes), headers: { ...headers, 'Content-Encoding': 'gzip' } };
+  } finally {
+    sent?.(true);
+  }
 }
 
 function send(response: ServerResponse, status: number, contentType: string, body: string | Buffer): void {
