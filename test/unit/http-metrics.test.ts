@@ -1,9 +1,10 @@
 /**
- * Unit tests of src/metrics.ts (counters reach the registry; two Metrics never
- * share series) and src/http/rates.ts (rates over the sample window, with an
- * injected clock).
+ * Unit tests of src/metrics.ts (counters reach the registry; one exposition's
+ * queue families show one moment; two Metrics never share series) and
+ * src/http/rates.ts (rates over the sample window, with an injected clock).
  */
 import { describe, expect, it } from 'vitest';
+import type { Broker } from '../../src/core/broker.js';
 import { RateSampler, rateSamplesMax } from '../../src/http/rates.js';
 import { Metrics } from '../../src/metrics.js';
 
@@ -30,6 +31,24 @@ describe('Metrics', () => {
     expect(text).toContain('rabbitmq_connections_closed_total 1');
     expect(metrics.totals()).toEqual({ messagesIn: { mqtt: 2, amqp: 0 }, messagesOut: { mqtt: 0, amqp: 1 }, fsyncs: 1, connectionsOpened: { mqtt: 0, amqp: 2 } });
     expect(metrics.connectionCount()).toEqual({ mqtt: 0, amqp: 1 });
+  });
+
+  it('the aggregated queue families of one exposition show one moment, though the queues change between its families', async () => {
+    let reads = 0;
+    // Every read of a queue's ready count sees one more message: a queue that changes between two families' reads.
+    const queue = { name: 'q', unacked: new Map([[1, {}], [2, {}]]), consumers: [], dropped: 0, get readyCount() { return ++reads; } };
+    const broker = {
+      queues: new Map([['q', queue]]), sessions: new Map(), exchanges: new Map(),
+      state: { sessions: new Map(), queues: new Map(), groups: new Map(), collections: new Map() }, log: { nextLsn: 1 },
+    } as unknown as Broker;
+    const metrics = new Metrics();
+    metrics.collectFrom(broker);
+    for (let exposition = 1; exposition <= 2; exposition++) {
+      const text = await metrics.text();
+      const ready = Number(/^rabbitmq_queue_messages_ready (\d+)$/m.exec(text)?.[1]);
+      const messages = Number(/^rabbitmq_queue_messages (\d+)$/m.exec(text)?.[1]);
+      expect({ exposition, ready, messages }).toEqual({ exposition, ready: exposition, messages: exposition + 2 });
+    }
   });
 
   it('two instances have separate registries', async () => {
