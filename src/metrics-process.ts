@@ -1,9 +1,7 @@
 /**
  * prom-client's default process_* and nodejs_* metrics, with the same names,
- * help, types and meaning, where three of its readers are replaced because of
+ * help, types and meaning, where two of its readers are replaced because of
  * what they cost the event loop on every scrape (issue 15):
- * - the event-loop delay statistics (metrics-event-loop-delay.ts: prom-client
- *   walks a 46,000-bucket histogram five times a read);
  * - on Linux, process_resident_memory_bytes, process_virtual_memory_bytes and
  *   process_heap_bytes (/proc/self/status) and process_open_fds (the entries
  *   of /proc/self/fd), which prom-client reads with readFileSync and
@@ -16,29 +14,22 @@
  */
 import { open, read, readdir } from 'node:fs';
 import { collectDefaultMetrics, Gauge, type Registry } from 'prom-client';
-import { registerEventLoopDelayGauges } from './metrics-event-loop-delay.js';
 
 /**
- * The event-loop delay sampler's timer (ms): prom-client's default 10 ms was most of an idle broker's event-loop time
- * (a timer 100 times a second); 100 ms still resolves the lag a scrape reports.
+ * The event-loop delay monitor's resolution (ms): prom-client's default 10 ms was most of an idle broker's event-loop
+ * time (a timer 100 times a second); 100 ms still resolves the lag a scrape reports. Reading the monitor walks its
+ * HdrHistogram five times a read; a JS timer feeding samples of Cairn's own is cheaper to read but costs an idle
+ * broker's loop more (ten JS callbacks a second), a loss at a Prometheus's usual 15 s interval.
  */
 export const eventLoopDelayResolutionMs = 100;
 
-/** prom-client's event-loop monitor is made and never read: its timer at this interval (the longest a timer takes, ~24.8 days) never wakes the loop. */
-const idleMonitorMs = 2 ** 31 - 1;
-
-const replacedEverywhere = [
-  'nodejs_eventloop_lag_seconds', 'nodejs_eventloop_lag_min_seconds', 'nodejs_eventloop_lag_max_seconds', 'nodejs_eventloop_lag_mean_seconds',
-  'nodejs_eventloop_lag_stddev_seconds', 'nodejs_eventloop_lag_p50_seconds', 'nodejs_eventloop_lag_p90_seconds', 'nodejs_eventloop_lag_p99_seconds',
-];
 const replacedOnLinux = ['process_resident_memory_bytes', 'process_virtual_memory_bytes', 'process_heap_bytes', 'process_open_fds'];
 const rejectedByPromtool = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
 
 export function registerProcessMetrics(registry: Registry): void {
-  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: idleMonitorMs });
+  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: eventLoopDelayResolutionMs });
   const linux = process.platform === 'linux';
-  for (const name of [...rejectedByPromtool, ...replacedEverywhere, ...(linux ? replacedOnLinux : [])]) registry.removeSingleMetric(name);
-  registerEventLoopDelayGauges(registry, eventLoopDelayResolutionMs);
+  for (const name of [...rejectedByPromtool, ...(linux ? replacedOnLinux : [])]) registry.removeSingleMetric(name);
   if (linux) registerProcReaders(registry);
 }
 
