@@ -146,6 +146,9 @@ export class SubscriptionIndex<S> {
     // The walk's stack as two arrays reused by every match (never re-entered): no object per node visited.
     const nodes = walkNodes as TrieNode<S>[];
     const depths = walkDepths;
+    // Empty after every walk that ended; emptied here too so that one that threw cannot leave nodes for the next.
+    nodes.length = 0;
+    depths.length = 0;
     nodes.push(this.root);
     depths.push(0);
     while (nodes.length > 0) {
