@@ -18,7 +18,7 @@ export function storedPropertiesOf(incoming: MqttPublishProperties | undefined, 
   if (incoming.contentType !== undefined) stored.contentType = incoming.contentType;
   if (incoming.responseTopic !== undefined) stored.responseTopic = incoming.responseTopic;
   // Copied: a decoded PUBLISH's correlation data may be a view of a socket read that is reused (MqttIncomingPublish).
-  if (incoming.correlationData !== undefined) stored.correlationData = Buffer.from(incoming.correlationData);
+  if (incoming.correlationData !== undefined) stored.correlationData = new Uint8Array(incoming.correlationData);
   if (incoming.userProperties !== undefined && incoming.userProperties.length > 0) stored.userProperties = incoming.userProperties;
   return Object.keys(stored).length > 0 ? stored : undefined;
 }

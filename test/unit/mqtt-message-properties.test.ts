@@ -10,7 +10,7 @@ describe('storedPropertiesOf', () => {
     const read = Buffer.from('xxcorrelation-7yy');
     const stored = storedPropertiesOf({ correlationData: read.subarray(2, 15), contentType: 'text/plain' }, 1_000);
     read.fill(0x41);
-    expect(stored?.correlationData).toStrictEqual(Buffer.from('correlation-7'));
+    expect(stored?.correlationData).toStrictEqual(new Uint8Array(Buffer.from('correlation-7')));
     expect(stored?.contentType).toBe('text/plain');
   });
 
