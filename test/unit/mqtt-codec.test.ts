@@ -102,11 +102,27 @@ describe('PacketFramer', () => {
       stream.copy(lent, 0, start, end);
       framer.push(lent.subarray(0, end - start));
       for (let frame = framer.next(); frame.kind === 'packet'; frame = framer.next()) yielded.push(Buffer.from(frame.bytes));
-      framer.ownHeldBytes();
+      framer.ownHeldBytes(lent);
       lent.fill(0xee);
       start = end;
     }
     expect(yielded).toEqual([pingreq, publish, pingreq]);
+  });
+
+  it('copies nothing of a chunk that was not lent, nor bytes it already joined into a buffer of its own', () => {
+    const publish = generate({ cmd: 'publish', topic: 'a/b', payload: Buffer.alloc(300, 7), qos: 0, retain: false, dup: false });
+    const lent = Buffer.alloc(64);
+    const framer = new PacketFramer(1024);
+    const owned = publish.subarray(0, 100);
+    framer.push(owned);
+    framer.next();
+    framer.ownHeldBytes(lent);
+    // Still a view of the chunk pushed: it was someone else's buffer, not the lent one.
+    owned[99] = 0x55;
+    framer.push(publish.subarray(100));
+    const frame = framer.next();
+    expect(frame.kind).toBe('packet');
+    expect(frame.kind === 'packet' && frame.bytes[99]).toBe(0x55);
   });
 
   it('refuses a packet over packetBytesMax from its fixed header alone', () => {

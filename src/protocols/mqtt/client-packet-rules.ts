@@ -84,8 +84,8 @@ const packetIdMax = 0xffff;
 
 /**
  * `bytes` is the whole packet `packet` was decoded from. `checkedTopic`: a topic name that passed
- * these rules before and has no U+FFFD (so it stands for one byte sequence): a PUBLISH carrying it
- * skips the topic's checks (topic-memo.ts).
+ * these rules before, decoded from the same bytes as this packet's (topic-memo.ts clears it when
+ * other bytes come): a PUBLISH carrying it skips the topic's checks.
  */
 export function checkClientPacket(packet: Packet, bytes: Buffer, protocolVersion: ProtocolVersion, checkedTopic?: string): DecodeResult {
   // A CONNECT names its own version; every later packet is read at the connection's.

@@ -203,7 +203,7 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
     this.framer.push(chunk);
     // While yielding, the rest of this read waits for our next turn.
     if (!this.yielding) this.drainAndFlush();
-    this.framer.ownHeldBytes();
+    this.framer.ownHeldBytes(chunk);
   }
 
   /**

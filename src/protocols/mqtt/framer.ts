@@ -98,13 +98,16 @@ export class PacketFramer {
   }
 
   /**
-   * Copies what is held of the last chunk pushed into memory of its own: the caller lent that chunk
-   * and is about to reuse its buffer. Earlier chunks were copied the same way when they were pushed.
+   * Copies what is held of `lent` (the last chunk pushed) into memory of its own: the caller is about to
+   * reuse its buffer. Only views of that buffer are copied: bytes already joined into a buffer of the
+   * framer's own, and chunks that were never lent ('data' events), stay as they are. Earlier chunks were
+   * made safe the same way after their own read.
    */
-  ownHeldBytes(): void {
-    if (this.head.length > 0) this.head = Buffer.from(this.head);
+  ownHeldBytes(lent: Buffer): void {
+    const reused = lent.buffer;
+    if (this.head.length > 0 && this.head.buffer === reused) this.head = Buffer.from(this.head);
     const last = this.parts.length - 1;
-    if (last >= 0) this.parts[last] = Buffer.from(this.parts[last]!);
+    if (last >= 0 && this.parts[last]!.buffer === reused) this.parts[last] = Buffer.from(this.parts[last]!);
   }
 
   /** The next whole packet, or need-more, or a framing error (after which the stream is dead). */
