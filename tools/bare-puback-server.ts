@@ -12,18 +12,30 @@
  * socket.write, as a plain Node server does; 'direct' reads and writes the
  * way Cairn does a plain TCP socket (src/protocols/socket-reads.ts,
  * socket-writes.ts). Each packet is answered with one write.
+ *
+ * `node bare-puback-server.js durable FILE [port]` is the floor of the durable
+ * row: 'direct' reads and writes, and each QoS 1 PUBLISH is first appended to
+ * FILE by one pwrite on an O_DSYNC descriptor on the event loop (write and
+ * sync in one call, as Cairn writes a lone batch) before its PUBACK. What a
+ * durable round trip costs here is Node's, the kernel's, the disk's and the
+ * machine's (a CPU that went idle while the disk worked has to wake up), not
+ * a broker's.
  */
+import { closeSync, constants, openSync, writeSync } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
 import { lendSocketBytes } from '../src/protocols/socket-reads.js';
 import { socketWriter } from '../src/protocols/socket-writes.js';
 
 export type BareReadMode = 'data' | 'direct';
 
+/** Where a durable bare server appends each QoS 1 PUBLISH: an O_DSYNC descriptor and the next offset. */
+interface DurableFile { readonly fd: number; offset: number }
+
 const connack = Buffer.from([0x20, 0x02, 0x00, 0x00]);
 const pingresp = Buffer.from([0xd0, 0x00]);
 
 /** Answers one connection's packets; bytes of a packet split across reads wait in `pending`, a copy (a direct read is only lent). */
-function serve(socket: Socket, mode: BareReadMode): void {
+function serve(socket: Socket, mode: BareReadMode, durable: DurableFile | undefined): void {
   const writer = mode === 'direct' ? socketWriter(socket) : { mode: 'stream', write: (bytes: Buffer) => socket.write(bytes) };
   if (mode === 'direct' && writer.mode !== 'direct') throw new Error('bare-puback-server: direct writes are not available in this Node');
   let pending: Buffer | undefined;
@@ -50,6 +62,7 @@ function serve(socket: Socket, mode: BareReadMode): void {
       } else if (type === 3 && (bytes[at]! & 0x06) !== 0) {
         // PUBLISH at QoS 1 or 2 (the bench uses 1): the packet id follows the topic.
         const idAt = cursor + 2 + bytes.readUInt16BE(cursor);
+        if (durable !== undefined) durable.offset += writeSync(durable.fd, bytes, at, cursor + length - at, durable.offset);
         writer.write(Buffer.from([0x40, 0x02, bytes[idAt]!, bytes[idAt + 1]!]));
       } else if (type === 12) {
         writer.write(pingresp);
@@ -68,9 +81,17 @@ function serve(socket: Socket, mode: BareReadMode): void {
   }
 }
 
-/** Listens on 127.0.0.1 (port 0: the OS picks one), TCP_NODELAY on as Cairn's listener. */
-export function startBarePubackServer(mode: BareReadMode, port = 0): Promise<{ port: number; close(): void }> {
-  const server = createServer({ noDelay: true }, (socket) => serve(socket, mode));
+/**
+ * Listens on 127.0.0.1 (port 0: the OS picks one), TCP_NODELAY on as Cairn's listener. With `durableFile` (created
+ * or truncated; direct reads and writes only) every QoS 1 PUBLISH is on disk before its PUBACK.
+ */
+export function startBarePubackServer(mode: BareReadMode, port = 0, durableFile?: string): Promise<{ port: number; close(): void }> {
+  if (durableFile !== undefined && mode !== 'direct') throw new Error('bare-puback-server: a durable server reads and writes directly');
+  const durable = durableFile === undefined
+    ? undefined
+    : { fd: openSync(durableFile, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_DSYNC, 0o644), offset: 0 };
+  const server = createServer({ noDelay: true }, (socket) => serve(socket, mode, durable));
+  server.once('close', () => { if (durable !== undefined) closeSync(durable.fd); });
   return new Promise((resolvePromise, reject) => {
     server.once('error', reject);
     server.listen(port, '127.0.0.1', () => {
@@ -82,8 +103,12 @@ export function startBarePubackServer(mode: BareReadMode, port = 0): Promise<{ p
 }
 
 if (process.argv[1] !== undefined && import.meta.filename === process.argv[1]) {
-  const mode = process.argv[2];
-  if (mode !== 'data' && mode !== 'direct') throw new Error('usage: bare-puback-server.js data|direct [port]');
-  const { port } = await startBarePubackServer(mode, Number(process.argv[3] ?? 0));
+  const usage = 'usage: bare-puback-server.js data|direct [port] | durable FILE [port]';
+  const [mode, ...rest] = process.argv.slice(2);
+  let started;
+  if (mode === 'data' || mode === 'direct') started = startBarePubackServer(mode, Number(rest[0] ?? 0));
+  else if (mode === 'durable' && rest[0] !== undefined) started = startBarePubackServer('direct', Number(rest[1] ?? 0), rest[0]);
+  else throw new Error(usage);
+  const { port } = await started;
   process.stdout.write(`${JSON.stringify({ port })}\n`);
 }

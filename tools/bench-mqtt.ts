@@ -13,6 +13,9 @@
  *     only answers (bare-puback-server.ts, read through 'data' events and
  *     directly), alternating with the brokers: the floor of any Node broker
  *     on this machine, beside each server's event-loop CPU per round trip;
+ *     the durable case also on a bare Node server that syncs each PUBLISH
+ *     (one O_DSYNC pwrite) before its PUBACK: the floor of a durable round
+ *     trip from Node on this machine, the VM's wake-ups included;
  *   - QoS 0 and QoS 1 throughput publisher → live clean subscriber
  *     (20,000 messages of 100 B, counted at the subscriber; median of three
  *     after one unmeasured run), and QoS 1 publisher → a shared subscription
@@ -141,9 +144,13 @@ async function startMosquitto(dir: string): Promise<BenchServer & { stop(): Prom
 /** What the bare server's two variants are called in the table. */
 const bareModes = [['data', "'data' events and socket.write"], ['direct', 'direct reads and writes as Cairn (socket-reads.ts, socket-writes.ts)']] as const;
 
-/** Starts `bare-puback-server.js mode` as its own process; its port from the line it prints. */
-async function startBareServer(mode: BareReadMode): Promise<{ port: number; pid: number | undefined; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, [join(import.meta.dirname, 'bare-puback-server.js'), mode], { stdio: ['ignore', 'pipe', 'inherit'] });
+/**
+ * Starts `bare-puback-server.js mode` as its own process (`durable FILE` with `durableFile`); its port from the line
+ * it prints.
+ */
+async function startBareServer(mode: BareReadMode | 'durable', durableFile?: string): Promise<{ port: number; pid: number | undefined; stop(): Promise<void> }> {
+  const args = durableFile === undefined ? [mode] : [mode, durableFile];
+  const child = spawn(process.execPath, [join(import.meta.dirname, 'bare-puback-server.js'), ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = new Promise<void>((done) => child.once('exit', () => done()));
   const line = await new Promise<string>((resolvePromise, reject) => {
     let buffered = '';
@@ -296,6 +303,8 @@ interface MqttRun {
   readonly results: MqttResults[];
   /** The no-subscriber case on each bare server, in the order given, with its thread times; and the other brokers' thread times in it. */
   readonly bare: readonly { readonly noSub: LatencySummary; readonly threads: TimedCase }[];
+  /** The durable case on the bare durable server (every QoS 1 PUBLISH synced before its PUBACK). */
+  readonly bareDurable: LatencySummary;
   readonly brokerNoSubThreads: readonly TimedCase[];
 }
 
@@ -303,7 +312,7 @@ interface MqttRun {
  * Every case on every broker (brokers[0] is Cairn), alternating between them; results in the same order.
  * The bare servers take part in the no-subscriber case only, alternating with the brokers.
  */
-async function runCases(brokers: readonly BenchServer[], bareServers: readonly BenchServer[]): Promise<MqttRun> {
+async function runCases(brokers: readonly BenchServer[], bareServers: readonly BenchServer[], bareDurable: BenchServer): Promise<MqttRun> {
   const ports = brokers.map((broker) => broker.port);
   const timed = (server: BenchServer, open: () => Promise<RoundTripCase>, into: TimedCase[]) => async (): Promise<RoundTripCase> => {
     const timedOne = timedCase(server.pid, await open());
@@ -319,11 +328,12 @@ async function runCases(brokers: readonly BenchServer[], bareServers: readonly B
     ...bareServers.map((server) => timed(server, () => openSequentialQos1(server.port, 'bench/nosub'), bareThreads)),
     timed(brokers[0]!, () => openOfflineSubscriberQos1(brokers[0]!.port, 'bench/offline'), offlineThreads),
     ...brokers.slice(1).map((broker) => () => openOfflineSubscriberQos1(broker.port, 'bench/offline')),
+    () => openSequentialQos1(bareDurable.port, 'bench/offline'),
   ];
   const [rawOnCallingThread, rawViaPool, ...latencies] = await interleavedCases('QoS 1 sequential, no subscriber and offline subscriber', openers, latencyCount);
   const noSubs = latencies.slice(0, brokers.length);
   const bareNoSubs = latencies.slice(brokers.length, brokers.length + bareServers.length);
-  const offlines = latencies.slice(brokers.length + bareServers.length);
+  const offlines = latencies.slice(brokers.length + bareServers.length, -1);
   const qos0 = await medianRuns('QoS 0 throughput', ports, (port) => throughput(port, 'bench/tput0', 0));
   const qos1 = await medianRuns('QoS 1 throughput', ports, (port) => throughput(port, 'bench/tput1', 1));
   const shared = await medianRuns(`QoS 1 shared subscription, ${sharedMembers} members`, ports, (port) => throughput(port, 'bench/shared1', 1, sharedMembers));
@@ -340,6 +350,7 @@ async function runCases(brokers: readonly BenchServer[], bareServers: readonly B
     cairnThreads: [noSubThreads[0]!, offlineThreads[0]!],
     results,
     bare: bareNoSubs.map((noSub, i) => ({ noSub: noSub!, threads: bareThreads[i]! })),
+    bareDurable: latencies.at(-1)!,
     brokerNoSubThreads: noSubThreads,
   };
 }
@@ -348,10 +359,12 @@ export async function benchMqtt(): Promise<void> {
   let raw: MqttRun['raw'];
   let cairnThreads: MqttRun['cairnThreads'];
   let bare: MqttRun['bare'];
+  let bareDurable: MqttRun['bareDurable'];
   let brokerNoSubThreads: MqttRun['brokerNoSubThreads'];
   let stages: StageReport | undefined;
 
   const cairnData = tempDir('cairn-bench-mqtt-');
+  const bareDurableDir = tempDir('cairn-bench-bare-durable-');
   const stageDir = tempDir('cairn-bench-stages-');
   const stageTiming = stageTimingEnvironment(stageDir.dir);
   const mosquittoDir = tempDir('cairn-bench-mosquitto-');
@@ -368,11 +381,14 @@ export async function benchMqtt(): Promise<void> {
     try {
       if (commandExists('mosquitto')) other = await startMosquitto(mosquittoDir.dir);
       for (const [mode] of bareModes) bareServers.push(await startBareServer(mode));
+      const bareDurableServer = await startBareServer('durable', join(bareDurableDir.dir, 'publishes'));
+      bareServers.push(bareDurableServer);
       const cairnServer = { port: broker.mqttPort, pid: broker.child.pid };
-      const measured = await runCases(other === undefined ? [cairnServer] : [cairnServer, other], bareServers);
+      const measured = await runCases(other === undefined ? [cairnServer] : [cairnServer, other], bareServers.slice(0, bareModes.length), bareDurableServer);
       raw = measured.raw;
       cairnThreads = measured.cairnThreads;
       bare = measured.bare;
+      bareDurable = measured.bareDurable;
       brokerNoSubThreads = measured.brokerNoSubThreads;
       [cairn, mosquitto] = measured.results as [MqttResults, MqttResults | undefined];
     } finally {
@@ -384,6 +400,7 @@ export async function benchMqtt(): Promise<void> {
   } finally {
     stageDir.remove();
     cairnData.remove();
+    bareDurableDir.remove();
     mosquittoDir.remove();
   }
 
@@ -414,6 +431,13 @@ export async function benchMqtt(): Promise<void> {
   ]);
   latencyRow('QoS 1 seq publish, offline persistent sub p50', (r) => r.offline.p50);
   latencyRow('QoS 1 seq publish, offline persistent sub p99', (r) => r.offline.p99);
+  // The durable floor: the same client's publishes to a bare Node server that syncs each one (one O_DSYNC pwrite on
+  // the event loop) before its PUBACK, alternating with the brokers' durable case.
+  rows.push([
+    '  the same on a bare durable Node server (one O_DSYNC pwrite per PUBLISH on the event loop, then PUBACK): p50 / p99; Cairn / bare',
+    `${ms(bareDurable.p50)} / ${ms(bareDurable.p99)}; ${ratio(cairn.offline.p50, bareDurable.p50)} / ${ratio(cairn.offline.p99, bareDurable.p99)}`,
+    '', '',
+  ]);
   const throughputRow = (label: string, pick: (r: MqttResults) => Throughput): void => {
     rows.push([label, rate(pick(cairn)), mosquitto ? rate(pick(mosquitto)) : 'skipped', ratio(pick(cairn).rate, mosquitto && pick(mosquitto).rate)]);
   };

@@ -2,13 +2,16 @@
  * tools/bare-puback-server.ts, the floor bench.js mqtt measures beside the
  * brokers: in both read modes it answers a real MQTT.js client's CONNECT,
  * QoS 1 PUBLISHes (each with the PUBACK of its own packet id, also when a
- * packet arrives split across reads) and PINGREQ.
+ * packet arrives split across reads) and PINGREQ; a durable one has each
+ * PUBLISH in its file by the time the PUBACK arrives.
  */
+import { readFileSync } from 'node:fs';
 import { connect as connectTcp } from 'node:net';
+import { join } from 'node:path';
 import mqtt from 'mqtt';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startBarePubackServer } from '../../tools/bare-puback-server.js';
-import { until } from '../support/kit.js';
+import { tempDirectory, until } from '../support/kit.js';
 
 const cleanups: Array<() => void> = [];
 afterEach(() => {
@@ -44,5 +47,23 @@ describe.each(['data', 'direct'] as const)('bare PUBACK server, %s reads', (mode
     socket.write(Buffer.from([0xc0, 0x00]));
     await until(() => received.length >= 10, 'PUBACK and PINGRESP');
     expect(received).toEqual([0x20, 0x02, 0x00, 0x00, 0x40, 0x02, 0x12, 0x34, 0xd0, 0x00]);
+  });
+});
+
+describe('bare durable PUBACK server', () => {
+  it('has every QoS 1 PUBLISH in its file when the PUBACK arrives', async () => {
+    const dir = tempDirectory('bare-durable-');
+    const file = join(dir.path, 'publishes');
+    const server = await startBarePubackServer('direct', 0, file);
+    const client = await mqtt.connectAsync({ host: '127.0.0.1', port: server.port, reconnectPeriod: 0, clientId: 'bare-durable' });
+    cleanups.push(() => { client.end(true); server.close(); dir.remove(); });
+    for (let i = 0; i < 5; i++) {
+      await client.publishAsync('bench/durable', `payload-${i}`, { qos: 1 });
+      expect(readFileSync(file).toString('latin1')).toContain(`payload-${i}`);
+    }
+  });
+
+  it('refuses to be durable with stream writes', () => {
+    expect(() => startBarePubackServer('data', 0, '/nonexistent/publishes')).toThrow(/reads and writes directly/);
   });
 });
