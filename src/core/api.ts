@@ -46,6 +46,7 @@ export interface MqttPublishProperties {
 
 export interface MqttOutgoingPublish {
   readonly topic: string;
+  /** May be lent (a QoS 0 message kept by nothing, still the publisher's MqttIncomingPublish payload): valid only during sendPublish. */
   readonly payload: Uint8Array;
   readonly qos: Qos;
   readonly retain: boolean;
@@ -70,7 +71,7 @@ export interface MqttTopicReader {
 
 /** Implemented by an MQTT connection: how the core reaches the client. */
 export interface MqttClientLink {
-  /** Write a PUBLISH. Returns false when the socket is congested; QoS 0 deliveries are then dropped, not buffered. */
+  /** Write a PUBLISH (its payload may be lent: encode it before returning). Returns false when the socket is congested; QoS 0 deliveries are then dropped, not buffered. */
   sendPublish(publish: MqttOutgoingPublish): boolean;
   /** Write a PUBREL (outbound QoS 2, after the client's PUBREC is durable, and again on reconnect). */
   sendPubrel(packetId: number): void;

@@ -373,7 +373,10 @@ function mqttPublish(
   const matched = sessions.size > 0 || groups.length > 0 || queues.length > 0 || docs !== undefined;
   // Routed nowhere and nothing to record (a topic nobody listens to): nothing to plan, as in amqp-core.
   if (!matched && !incoming.retain && rx2 === undefined && session === undefined) return { durable: undefined, matched, refused: false };
-  const payload = copyOfBytes(lentPayload);
+  // A QoS 0 message that only live sessions and shared groups take is written to their sockets during this call and
+  // kept by nothing (never queued for a session or a group, not logged, not retained): it goes out as the lent view.
+  const kept = qos > 0 || queues.length > 0 || docs !== undefined || incoming.retain || rx2 !== undefined || session !== undefined;
+  const payload = kept ? copyOfBytes(lentPayload) : lentPayload;
   // Every field named, absent ones undefined (no spreads): one object shape for every MQTT publish.
   const durable = publish(context, {
     topic, payload, qos, persistent: qos >= 1, from, mqttProperties, sessions, groups, queues, retain: incoming.retain ? retainBody(topic, payload, qos, mqttProperties) : undefined, rx2, session, docs,
