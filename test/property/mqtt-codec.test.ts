@@ -133,6 +133,19 @@ describe('encoders', () => {
     );
   });
 
+  // Consecutive PUBLISHes share their topic's bytes when the topic is the same (codec.ts topicBytesOf): a few topics, often repeated.
+  it('encodePublish round-trips a sequence of publishes whose topics repeat and change', () => {
+    fc.assert(
+      fc.property(fc.array(topicName, { minLength: 1, maxLength: 3 }), fc.array(fc.tuple(fc.nat(), payload), { minLength: 1, maxLength: 12 }), (topics, sends) => {
+        for (const [pick, body] of sends) {
+          const topic = topics[pick % topics.length]!;
+          expect(decodeReference(encodePublish({ topic, payload: body, qos: 0, retain: false, dup: false }))).toMatchObject({ cmd: 'publish', topic, payload: body });
+        }
+      }),
+      parameters,
+    );
+  });
+
   it('encodeSuback round-trips through mqtt-packet', () => {
     fc.assert(
       fc.property(packetId, fc.array(fc.constantFrom(0, 1, 2, 0x80), { minLength: 1, maxLength: 20 }), (id, granted) => {

@@ -235,15 +235,35 @@ export function encodePublish(publish: MqttOutgoingPublish, protocolVersion: Pro
 
 const noPropertyBytes = Buffer.alloc(0);
 
+/**
+ * The UTF-8 bytes of the last PUBLISH topic written, by any connection: a subscriber mostly gets one
+ * publisher's topic again, and a fan-out writes one topic for every subscriber. Encoding a string
+ * (Buffer.write) crosses into C++ on every call. Never written to: the packets get copies.
+ */
+let lastTopic = '';
+let lastTopicBytes = Buffer.alloc(0);
+
+function topicBytesOf(topic: string): Buffer {
+  if (topic !== lastTopic) {
+    lastTopicBytes = Buffer.from(topic, 'utf8');
+    lastTopic = topic;
+  }
+  return lastTopicBytes;
+}
+
 function writePublish(publish: MqttOutgoingPublish, payload: Buffer, propertyBytes: Buffer): Buffer {
-  const topicBytes = Buffer.byteLength(publish.topic, 'utf8');
-  const remaining = 2 + topicBytes + (publish.packetId === undefined ? 0 : 2) + propertyBytes.length + payload.length;
+  const topic = topicBytesOf(publish.topic);
+  const topicLength = topic.length;
+  const remaining = 2 + topicLength + (publish.packetId === undefined ? 0 : 2) + propertyBytes.length + payload.length;
   const out = Buffer.allocUnsafe(1 + variableIntegerSize(remaining) + remaining);
   out[0] = 0x30 | (publish.dup ? 0x08 : 0) | (publish.qos << 1) | (publish.retain ? 0x01 : 0);
   let at = writeVariableInteger(out, 1, remaining);
-  out.writeUInt16BE(topicBytes, at);
+  out[at] = topicLength >> 8;
+  out[at + 1] = topicLength & 0xff;
   at += 2;
-  at += out.write(publish.topic, at, 'utf8');
+  // Byte by byte: a topic is short, and a set() of a few bytes costs more than the loop.
+  for (let index = 0; index < topicLength; index++) out[at + index] = topic[index]!;
+  at += topicLength;
   if (publish.packetId !== undefined) at = out.writeUInt16BE(publish.packetId, at);
   at += propertyBytes.copy(out, at);
   payload.copy(out, at);
