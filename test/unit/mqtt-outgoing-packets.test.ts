@@ -67,6 +67,51 @@ describe('OutgoingPackets', () => {
     handed[0]!.chunks.forEach((chunk, index) => expect(chunk).toBe(packets[index]));
   });
 
+  /** Reserves `bytes.length` bytes of `outgoing` and fills them, as the codec writes a PUBLISH in place. */
+  const writeInPlace = (outgoing: OutgoingPackets, bytes: Buffer): void => {
+    const at = outgoing.reserve(bytes.length);
+    bytes.copy(outgoing.buffer, at);
+  };
+
+  it('hands the packets written in place in one turn to the socket as one piece of the shared buffer, in order with added ones', () => {
+    const handed: Handed = [];
+    const outgoing = new OutgoingPackets(recordingWritable(handed));
+    expect(outgoing.isEmpty).toBe(true);
+    writeInPlace(outgoing, Buffer.from('one,'));
+    expect(outgoing.isEmpty).toBe(false);
+    writeInPlace(outgoing, Buffer.from('two,'));
+    expect(outgoing.bytes).toBe(8);
+    outgoing.flush();
+    expect(handed).toEqual([{ kind: 'write', chunks: [Buffer.from('one,two,')] }]);
+    expect(handed[0]!.chunks[0]!.buffer).toBe(outgoing.buffer.buffer);
+    writeInPlace(outgoing, Buffer.from('three,'));
+    outgoing.add(Buffer.from('added,'));
+    writeInPlace(outgoing, Buffer.from('four'));
+    outgoing.flush();
+    expect(handed.slice(1)).toEqual([{ kind: 'write', chunks: [Buffer.from('three,added,four')] }]);
+  });
+
+  it('keeps each connection\'s packets apart and in order when several write in place in turn (a fan-out), and never reuses bytes it handed out', () => {
+    const handed = [[], [], []] as Handed[];
+    const connections = handed.map((list) => new OutgoingPackets(recordingWritable(list)));
+    const expected = handed.map(() => [] as string[]);
+    // Enough to fill the shared buffer several times over, with a packet larger than it among them.
+    for (let round = 0; round < 400; round++) {
+      for (const [index, outgoing] of connections.entries()) {
+        if ((round + index) % 7 === 0) continue;
+        const text = round === 123 && index === 1 ? 'L'.repeat(100_000) : `${index}:${round}:${'x'.repeat((round * 37) % 500)};`;
+        writeInPlace(outgoing, Buffer.from(text));
+        expected[index]!.push(text);
+      }
+      // Some connections flush in the middle (a tick's end for them), the others go on.
+      if (round % 50 === 49) connections[round % 3]!.flush();
+    }
+    for (const outgoing of connections) outgoing.flush();
+    handed.forEach((list, index) => {
+      expect(Buffer.concat(list.flatMap((write) => write.chunks)).toString()).toBe(expected[index]!.join(''));
+    });
+  });
+
   it('drops what it holds when the socket has ended', () => {
     const handed: Handed = [];
     const socket = recordingWritable(handed);

@@ -209,17 +209,74 @@ export function encodeSuback(packetId: number, granted: ReadonlyArray<number>): 
 }
 
 /**
- * A v5 PUBLISH always has its properties length (0 when there are none); `properties` only count at level 5.
- * Written here (layout at decodeHotPacket), properties by publish-properties-codec.ts; a property that writer
- * does not know sends the packet through mqtt-packet's generate().
+ * Where a packet is written in place: `reserve(length)` returns the offset in `buffer` (read after
+ * the call) of `length` bytes that are the caller's to fill. OutgoingPackets is one: a connection's
+ * deliveries are written straight into the buffer its socket is then given (outgoing-packets.ts).
  */
-export function encodePublish(publish: MqttOutgoingPublish, protocolVersion: ProtocolVersion = 4, properties?: IPublishPacket['properties']): Buffer {
+export interface PacketSpace {
+  reserve(length: number): number;
+  readonly buffer: Buffer;
+}
+
+/**
+ * Writes a PUBLISH into `space` unless it is longer than `bytesMax` (then nothing is written); returns
+ * its length either way. A v5 PUBLISH always has its properties length (0 when there are none);
+ * `properties` only count at level 5. Written here (layout at decodeHotPacket), properties by
+ * publish-properties-codec.ts; a property that writer does not know sends the packet through
+ * mqtt-packet's generate(), copied into the space.
+ */
+export function writePublish(
+  space: PacketSpace, publish: MqttOutgoingPublish, protocolVersion: ProtocolVersion = 4, properties?: IPublishPacket['properties'], bytesMax = Infinity,
+): number {
   assert((publish.qos === 0) === (publish.packetId === undefined), 'a PUBLISH has a packet id exactly when its QoS > 0');
+  const propertyBytes = protocolVersion === 5 ? encodePublishProperties(properties) : noPropertyBytes;
+  if (propertyBytes === undefined) return copyInto(space, generatePublish(publish, protocolVersion, properties), bytesMax);
+  const payload = publish.payload;
+  const topic = topicBytesOf(publish.topic);
+  const topicLength = topic.length;
+  const remaining = 2 + topicLength + (publish.packetId === undefined ? 0 : 2) + propertyBytes.length + payload.byteLength;
+  const length = 1 + variableIntegerSize(remaining) + remaining;
+  if (length > bytesMax) return length;
+  let at = space.reserve(length);
+  const out = space.buffer;
+  out[at] = 0x30 | (publish.dup ? 0x08 : 0) | (publish.qos << 1) | (publish.retain ? 0x01 : 0);
+  at = writeVariableInteger(out, at + 1, remaining);
+  out[at] = topicLength >> 8;
+  out[at + 1] = topicLength & 0xff;
+  at += 2;
+  // Byte by byte: a topic is short, and a set() of a few bytes costs more than the loop.
+  for (let index = 0; index < topicLength; index++) out[at + index] = topic[index]!;
+  at += topicLength;
+  if (publish.packetId !== undefined) {
+    out[at] = publish.packetId >> 8;
+    out[at + 1] = publish.packetId & 0xff;
+    at += 2;
+  }
+  if (propertyBytes.length > 0) out.set(propertyBytes, at);
+  out.set(payload, at + propertyBytes.length);
+  return length;
+}
+
+/** A PUBLISH in a buffer of its own (writePublish into a space that allocates what it is asked for). */
+export function encodePublish(publish: MqttOutgoingPublish, protocolVersion: ProtocolVersion = 4, properties?: IPublishPacket['properties']): Buffer {
+  const own = new OwnPacketSpace();
+  writePublish(own, publish, protocolVersion, properties);
+  return own.buffer;
+}
+
+class OwnPacketSpace implements PacketSpace {
+  buffer: Buffer = noPropertyBytes;
+
+  reserve(length: number): number {
+    this.buffer = Buffer.allocUnsafe(length);
+    return 0;
+  }
+}
+
+function generatePublish(publish: MqttOutgoingPublish, protocolVersion: ProtocolVersion, properties: IPublishPacket['properties']): Buffer {
   const payload = Buffer.isBuffer(publish.payload)
     ? publish.payload
     : Buffer.from(publish.payload.buffer, publish.payload.byteOffset, publish.payload.byteLength);
-  const propertyBytes = protocolVersion === 5 ? encodePublishProperties(properties) : noPropertyBytes;
-  if (propertyBytes !== undefined) return writePublish(publish, payload, propertyBytes);
   const packet: IPublishPacket = {
     cmd: 'publish',
     topic: publish.topic,
@@ -231,6 +288,13 @@ export function encodePublish(publish: MqttOutgoingPublish, protocolVersion: Pro
   if (publish.packetId !== undefined) packet.messageId = publish.packetId;
   if (protocolVersion === 5 && properties !== undefined) packet.properties = properties;
   return generate(packet, { protocolVersion });
+}
+
+function copyInto(space: PacketSpace, bytes: Buffer, bytesMax: number): number {
+  if (bytes.length > bytesMax) return bytes.length;
+  const at = space.reserve(bytes.length);
+  bytes.copy(space.buffer, at);
+  return bytes.length;
 }
 
 const noPropertyBytes = Buffer.alloc(0);
@@ -251,21 +315,3 @@ function topicBytesOf(topic: string): Buffer {
   return lastTopicBytes;
 }
 
-function writePublish(publish: MqttOutgoingPublish, payload: Buffer, propertyBytes: Buffer): Buffer {
-  const topic = topicBytesOf(publish.topic);
-  const topicLength = topic.length;
-  const remaining = 2 + topicLength + (publish.packetId === undefined ? 0 : 2) + propertyBytes.length + payload.length;
-  const out = Buffer.allocUnsafe(1 + variableIntegerSize(remaining) + remaining);
-  out[0] = 0x30 | (publish.dup ? 0x08 : 0) | (publish.qos << 1) | (publish.retain ? 0x01 : 0);
-  let at = writeVariableInteger(out, 1, remaining);
-  out[at] = topicLength >> 8;
-  out[at + 1] = topicLength & 0xff;
-  at += 2;
-  // Byte by byte: a topic is short, and a set() of a few bytes costs more than the loop.
-  for (let index = 0; index < topicLength; index++) out[at + index] = topic[index]!;
-  at += topicLength;
-  if (publish.packetId !== undefined) at = out.writeUInt16BE(publish.packetId, at);
-  at += propertyBytes.copy(out, at);
-  payload.copy(out, at);
-  return out;
-}

@@ -469,9 +469,17 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
 
   /** Write a packet; writes in the same tick leave in one socket write. A closed connection drops it. */
   write(bytes: Buffer): void {
-    if (this.stateValue === 'closed' || this.socket.destroyed || this.socket.writableEnded) return;
-    // The first packet of a tick outside a drain (a delivery, an ack whose Durable resolved) flushes at the tick's end.
-    if (this.outgoing.add(bytes) && !this.draining && !this.sendingLastAwaited) process.nextTick(this.flush);
+    if (!this.writable) return;
+    if (this.outgoing.add(bytes)) this.firstPacketWritten();
+  }
+
+  private get writable(): boolean {
+    return this.stateValue !== 'closed' && !this.socket.destroyed && !this.socket.writableEnded;
+  }
+
+  /** The first packet of a tick outside a drain (a delivery, an ack whose Durable resolved) flushes at the tick's end. */
+  private firstPacketWritten(): void {
+    if (!this.draining && !this.sendingLastAwaited) process.nextTick(this.flush);
   }
 
   private readonly flush = (): void => {
@@ -566,17 +574,20 @@ export class MqttConnection implements MqttClientLink, ManagedConnection {
       onWire = { ...publish, topic };
       properties = { ...properties, topicAlias: alias };
     }
-    const bytes = this.encoder.publish(onWire, properties);
-    if (this.clientPacketBytesMax !== undefined && bytes.length > this.clientPacketBytesMax) {
+    if (!this.writable) return true;
+    const first = this.outgoing.isEmpty;
+    // Written in place, into the buffer the socket is then given (outgoing-packets.ts): the payload may be lent.
+    const packetBytes = this.encoder.writePublish(this.outgoing, onWire, properties, this.clientPacketBytesMax);
+    if (this.clientPacketBytesMax !== undefined && packetBytes > this.clientPacketBytesMax) {
       // Not sent, so the client never saw this alias bound: the next PUBLISH to the topic names it again.
       aliases?.forget(publish.topic);
       // [MQTT-3.1.2-25]: discarded as if it had been delivered; a QoS 1/2 one is finished so it does not hold the window.
-      this.logger.debug({ topic: publish.topic, packetBytes: bytes.length, clientMax: this.clientPacketBytesMax }, 'MQTT PUBLISH larger than the client accepts: discarded [MQTT-3.1.2-25]');
+      this.logger.debug({ topic: publish.topic, packetBytes, clientMax: this.clientPacketBytesMax }, 'MQTT PUBLISH larger than the client accepts: discarded [MQTT-3.1.2-25]');
       const packetId = publish.packetId;
       if (packetId !== undefined) queueMicrotask(() => { if (this.stateValue === 'connected') this.session.puback(packetId); });
       return true;
     }
-    this.write(bytes);
+    if (first) this.firstPacketWritten();
     return true;
   }
 

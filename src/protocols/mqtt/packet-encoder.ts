@@ -14,7 +14,7 @@
 import { generate, type IConnackPacket, type IPublishPacket } from 'mqtt-packet';
 import type { MqttOutgoingPublish } from '../../core/api.js';
 import {
-  encodeConnack, encodePuback, encodePubcomp, encodePublish, encodePubrec, encodePubrel, encodeSuback, encodeUnsuback, type ConnackReturnCode,
+  encodeConnack, encodePuback, encodePubcomp, encodePubrec, encodePubrel, encodeSuback, encodeUnsuback, writePublish, type ConnackReturnCode, type PacketSpace,
 } from './codec.js';
 import type { ProtocolVersion } from './client-packet-rules.js';
 import { connackReasonCodeOf, ReasonCode } from './reason-codes.js';
@@ -36,7 +36,8 @@ export interface PacketEncoder {
   suback(packetId: number, slots: readonly number[]): Buffer;
   /** One slot per filter (v5 only; 3.1.1's UNSUBACK has none). */
   unsuback(packetId: number, slots: readonly number[]): Buffer;
-  publish(publish: MqttOutgoingPublish, properties?: PublishProperties): Buffer;
+  /** Writes a PUBLISH into `space` unless it is longer than `bytesMax`; returns its length (codec.ts writePublish). */
+  writePublish(space: PacketSpace, publish: MqttOutgoingPublish, properties?: PublishProperties, bytesMax?: number): number;
   /** A server DISCONNECT, or undefined when the protocol has none (3.1.1). */
   disconnect(reasonCode: ReasonCode, reasonString?: string): Buffer | undefined;
 }
@@ -53,7 +54,7 @@ export const encoder311: PacketEncoder = {
   pubcomp: (packetId) => encodePubcomp(packetId),
   suback: (packetId, slots) => encodeSuback(packetId, slots.map((slot) => (slot >= subackFailure311 ? subackFailure311 : slot))),
   unsuback: (packetId) => encodeUnsuback(packetId),
-  publish: (publish) => encodePublish(publish),
+  writePublish: (space, publish, _properties, bytesMax) => writePublish(space, publish, 4, undefined, bytesMax),
   disconnect: () => undefined,
 };
 
@@ -79,7 +80,7 @@ export const encoder5: PacketEncoder = {
   pubcomp: acknowledgement(encodePubcomp),
   suback: (packetId, slots) => generate({ cmd: 'suback', messageId: packetId, granted: [...slots] }, v5),
   unsuback: (packetId, slots) => generate({ cmd: 'unsuback', messageId: packetId, granted: [...slots] } as never, v5),
-  publish: (publish, properties) => encodePublish(publish, 5, properties),
+  writePublish: (space, publish, properties, bytesMax) => writePublish(space, publish, 5, properties, bytesMax),
   disconnect: (reasonCode, reasonString) =>
     generate({ cmd: 'disconnect', reasonCode, ...(reasonString !== undefined ? { properties: { reasonString } } : {}) }, v5),
 };
