@@ -101,7 +101,8 @@ export class SessionDelivery {
       session.ready.take(entry);
       const topic = mqttTopicOf(message);
       const stored = mqttPropertiesOf(message);
-      const now = this.clock();
+      // Only an expiry reads the clock (a call into the runtime, per delivery).
+      const now = stored?.expiresAt === undefined ? 0 : this.clock();
       const unsent = unsendable(session.reader, topic, stored, now);
       if (unsent !== undefined) {
         this.dropQueued(session, seq, unsent);
@@ -193,7 +194,9 @@ export class SessionDelivery {
    */
   sendDirect(session: SessionRuntime, message: StoredMessage, onSubscribe: boolean, group?: string): void {
     if (!session.link) return;
-    const properties = outgoingPropertiesOf(mqttPropertiesOf(message), this.clock());
+    const stored = mqttPropertiesOf(message);
+    // Only an expiry reads the clock (a call into the runtime, per delivery).
+    const properties = outgoingPropertiesOf(stored, stored?.expiresAt === undefined ? 0 : this.clock());
     const topic = mqttTopicOf(message);
     const { retain, subscriptionIdentifiers } = group === undefined
       ? deliveryFlagsOf(session.state, message, topic, onSubscribe)

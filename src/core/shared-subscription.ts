@@ -275,7 +275,8 @@ export class SharedSubscriptions {
     const durable = isDurableEntry(entry);
     const topic = mqttTopicOf(message);
     const stored = mqttPropertiesOf(message);
-    const now = this.context.committer.now();
+    // Only an expiry reads the clock (a call into the runtime, per delivery).
+    const now = stored?.expiresAt === undefined ? 0 : this.context.committer.now();
     const unsent = unsendable(member.reader, topic, stored, now);
     if (unsent !== undefined) {
       // Dropped unsent, recorded, as from a session's queue.
