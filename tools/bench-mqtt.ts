@@ -22,6 +22,8 @@
  *     `$share/bench/...` with 4 live clean members (counted over all four);
  *     a QoS 1 publisher stays at most qos1WindowMessages ahead of what was
  *     received, below both brokers' bounds, so both deliver every message;
+ *     QoS 0 runs without that window and with it; each row with the CPU
+ *     time per message of the broker and of the client (this process);
  *   - the two QoS 1 throughput cases again with MQTT 5 clients, every publish
  *     carrying two user properties (stored with the message, sent on to the
  *     subscribers);
@@ -44,7 +46,7 @@ import { join } from 'node:path';
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
 import { interleavedCases, medianRuns, throughputRuns, timeRoundTrips, type LatencySummary, type RoundTripCase } from './bench-side-by-side.js';
 import { durableTargetRows, rawDiskOpeners, rawDiskRows, threadTimeRow } from './bench-durable-floor.js';
-import { timedCase, type TimedCase } from './bench-thread-times.js';
+import { threadTimes, timedCase, type TimedCase } from './bench-thread-times.js';
 import { readStageReport, stageRows, stageTimingEnvironment } from './bench-stage-table.js';
 import type { StageReport } from '../src/stage-timing.js';
 import { startCairnProcess, stopChild, type CairnProcess } from './cairn-process.js';
@@ -67,7 +69,9 @@ const stallMs = 5_000;
 /** Members of the shared subscription in the shared-subscription throughput case. */
 export const sharedMembers = 4;
 /**
- * A QoS 1 throughput case's publisher keeps at most this many messages published and not yet received. Without a
+ * A QoS 1 throughput case's publisher keeps at most this many messages published and not yet received (and a QoS 0
+ * one's in its second row: unwindowed, the MQTT.js client spends most of the case on its own backlog of 20,000
+ * publishes, ~50 us of CPU per message against ~6 us windowed, so that row is mostly the client's rate). Without a
  * window the publisher (one process with its subscriber) pipelines all 20,000, both brokers fall behind it and drop
  * past their bound for a live clean subscriber (Cairn: 4,096 held, the oldest go; Mosquitto's defaults: 20 in flight
  * + 1,000 queued, the newest go): the rows then compared unequal work (Cairn rcvd 18,644 against Mosquitto's 20,000
@@ -212,7 +216,30 @@ export async function openOfflineSubscriberQos1(port: number, topic: string): Pr
   return offline(`bench-offline-${topic}`);
 }
 
-export interface Throughput { readonly rate: number; readonly received: number; readonly acked: number; readonly seconds: number }
+export interface Throughput {
+  readonly rate: number; readonly received: number; readonly acked: number; readonly seconds: number;
+  /** CPU time per message received, in microseconds: the broker's (every thread, when its process is known) and this client process's (withCpuTimes). */
+  readonly brokerCpuUs?: number | undefined;
+  readonly clientCpuUs?: number | undefined;
+}
+
+/**
+ * `run` with the CPU time the broker's process and this one (the MQTT.js publisher and subscribers) spent meanwhile,
+ * per message received: when the client spends more per message than the broker, the rate is mostly the client's,
+ * and the broker's own cost per message shows only here.
+ */
+async function withCpuTimes(pid: number | undefined, run: () => Promise<Throughput>): Promise<Throughput> {
+  const before = pid === undefined ? undefined : threadTimes(pid);
+  const clientBefore = process.cpuUsage();
+  const result = await run();
+  const client = process.cpuUsage(clientBefore);
+  const after = pid === undefined ? undefined : threadTimes(pid);
+  if (result.received === 0) return result;
+  const clientCpuUs = (client.user + client.system) / result.received;
+  if (before === undefined || after === undefined) return { ...result, clientCpuUs };
+  const ranNs = after.loopRunNs + after.otherRunNs - before.loopRunNs - before.otherRunNs;
+  return { ...result, brokerCpuUs: ranNs / 1000 / result.received, clientCpuUs };
+}
 
 /**
  * Publisher → one live clean subscriber, or (sharedMembers > 0) the members of one shared subscription `$share/bench/TOPIC`;
@@ -275,6 +302,7 @@ interface MqttResults {
   readonly noSub: LatencySummary;
   readonly offline: LatencySummary;
   readonly qos0: Throughput;
+  readonly qos0Windowed: Throughput;
   readonly qos1: Throughput;
   readonly shared: Throughput;
   readonly qos1v5: Throughput;
@@ -344,15 +372,18 @@ async function runCases(brokers: readonly BenchServer[], bareServers: readonly B
   const noSubs = latencies.slice(0, brokers.length);
   const bareNoSubs = latencies.slice(brokers.length, brokers.length + bareServers.length);
   const offlines = latencies.slice(brokers.length + bareServers.length, -1);
-  const qos0 = await medianRuns('QoS 0 throughput', ports, (port) => throughput(port, 'bench/tput0', 0));
-  const qos1 = await medianRuns('QoS 1 throughput', ports, (port) => throughput(port, 'bench/tput1', 1, 0, 4, qos1WindowMessages));
-  const shared = await medianRuns(`QoS 1 shared subscription, ${sharedMembers} members`, ports, (port) => throughput(port, 'bench/shared1', 1, sharedMembers, 4, qos1WindowMessages));
-  const qos1v5 = await medianRuns('QoS 1 throughput, MQTT 5 with user properties', ports, (port) => throughput(port, 'bench/tput1v5', 1, 0, 5, qos1WindowMessages));
-  const sharedV5 = await medianRuns(`QoS 1 shared subscription, ${sharedMembers} members, MQTT 5 with user properties`, ports, (port) => throughput(port, 'bench/shared1v5', 1, sharedMembers, 5, qos1WindowMessages));
+  const measured = (label: string, run: (port: number) => Promise<Throughput>): Promise<Throughput[]> =>
+    medianRuns(label, brokers, (broker) => withCpuTimes(broker.pid, () => run(broker.port)));
+  const qos0 = await measured('QoS 0 throughput', (port) => throughput(port, 'bench/tput0', 0));
+  const qos0Windowed = await measured('QoS 0 throughput, windowed', (port) => throughput(port, 'bench/tput0w', 0, 0, 4, qos1WindowMessages));
+  const qos1 = await measured('QoS 1 throughput', (port) => throughput(port, 'bench/tput1', 1, 0, 4, qos1WindowMessages));
+  const shared = await measured(`QoS 1 shared subscription, ${sharedMembers} members`, (port) => throughput(port, 'bench/shared1', 1, sharedMembers, 4, qos1WindowMessages));
+  const qos1v5 = await measured('QoS 1 throughput, MQTT 5 with user properties', (port) => throughput(port, 'bench/tput1v5', 1, 0, 5, qos1WindowMessages));
+  const sharedV5 = await measured(`QoS 1 shared subscription, ${sharedMembers} members, MQTT 5 with user properties`, (port) => throughput(port, 'bench/shared1v5', 1, sharedMembers, 5, qos1WindowMessages));
   const fanOut0 = await medianRuns(`QoS 0 fan-out to ${fanOutSubscribers} subscribers`, ports, (port) => fanOut(port, 'bench/fan0', 0));
   const fanOut1 = await medianRuns(`QoS 1 fan-out to ${fanOutSubscribers} subscribers`, ports, (port) => fanOut(port, 'bench/fan1', 1));
   const results = ports.map((_, i) => ({
-    noSub: noSubs[i]!, offline: offlines[i]!, qos0: qos0[i]!, qos1: qos1[i]!, shared: shared[i]!, qos1v5: qos1v5[i]!, sharedV5: sharedV5[i]!,
+    noSub: noSubs[i]!, offline: offlines[i]!, qos0: qos0[i]!, qos0Windowed: qos0Windowed[i]!, qos1: qos1[i]!, shared: shared[i]!, qos1v5: qos1v5[i]!, sharedV5: sharedV5[i]!,
     fanOut0: fanOut0[i]!, fanOut1: fanOut1[i]!,
   }));
   return {
@@ -415,7 +446,10 @@ export async function benchMqtt(): Promise<void> {
   }
 
   const ms = (value: number): string => `${fmt(value, 3)} ms`;
-  const rate = (t: Throughput): string => `${Math.round(t.rate).toLocaleString('en-US')} msg/s (rcvd ${t.received}/${throughputCount}${Number.isNaN(t.acked) ? '' : `, acked ${t.acked}`})`;
+  const rate = (t: Throughput): string => {
+    const cpu = `${t.brokerCpuUs === undefined ? '' : `; CPU per msg: broker ${fmt(t.brokerCpuUs, 1)} us`}${t.clientCpuUs === undefined ? '' : `, client ${fmt(t.clientCpuUs, 1)} us`}`;
+    return `${Math.round(t.rate).toLocaleString('en-US')} msg/s (rcvd ${t.received}/${throughputCount}${Number.isNaN(t.acked) ? '' : `, acked ${t.acked}`}${cpu})`;
+  };
   const ratio = (a: number, b: number | undefined): string => (b === undefined || !(b > 0) ? '-' : `${fmt(a / b)}x`);
   const rows: string[][] = [['case', 'Cairn', 'Mosquitto', 'Cairn/Mosquitto']];
   for (const [label, value] of rawDiskRows(...raw)) rows.push([label, value, '', '']);
@@ -451,8 +485,9 @@ export async function benchMqtt(): Promise<void> {
   const throughputRow = (label: string, pick: (r: MqttResults) => Throughput): void => {
     rows.push([label, rate(pick(cairn)), mosquitto ? rate(pick(mosquitto)) : 'skipped', ratio(pick(cairn).rate, mosquitto && pick(mosquitto).rate)]);
   };
-  throughputRow('QoS 0 pub->sub throughput', (r) => r.qos0);
   const ahead = `<= ${qos1WindowMessages} ahead`;
+  throughputRow('QoS 0 pub->sub throughput', (r) => r.qos0);
+  throughputRow(`QoS 0 pub->sub throughput, ${ahead}`, (r) => r.qos0Windowed);
   throughputRow(`QoS 1 pub->sub throughput, ${ahead}`, (r) => r.qos1);
   throughputRow(`QoS 1 pub->$share (${sharedMembers} members) throughput, ${ahead}`, (r) => r.shared);
   throughputRow(`MQTT 5 QoS 1 pub->sub, 2 user properties, ${ahead}`, (r) => r.qos1v5);
@@ -470,6 +505,7 @@ export async function benchMqtt(): Promise<void> {
   console.log(`MQTT: ${latencyCount} sequential publishes per latency case (after ${warmUpPublishes} unmeasured, offline subscriber: ${sessionWarmUpRounds + 1} x ${sessionWarmUpPublishes}; raw disk, Cairn and Mosquitto cases alternate), ${throughputCount} x 100 B per throughput case (median of ${throughputRuns}); disk: ${benchBaseDir()}`);
   printTable(rows);
   console.log(`Latency ratios > 1: Cairn slower; throughput ratios > 1: Cairn faster. Offline-sub case is Cairn's durable path (fsync per publish).`);
+  console.log('CPU per msg (throughput rows, the median run): every thread of the broker process, and the bench process (the MQTT.js publisher and subscribers); where the client spends more than the broker, the rate is mostly the client\'s.');
   console.log(mosquittoNote);
   if (stages === undefined) return;
   console.log('Cairn, per stage of one sequential QoS 1 round trip (src/stage-timing.ts; a second broker after the measured cases, with stage timing on; sync submitted -> sync done is the fdatasync, on the thread pool with the hops to it and back, or on the event loop, where a lone batch is written and synced by one O_DSYNC pwrite and marks no \'written\'):');
