@@ -8,6 +8,8 @@
  *   readdirSync on the event loop (~0.2 ms each after a second idle): here
  *   they are read on the thread pool (one job each) before the family is
  *   written.
+ * - the event-loop delay families (nodejs_eventloop_lag_*) are read from
+ *   prom-client's monitor at most once per eventLoopDelayReadIntervalMs.
  * The rest is prom-client's, less its three *_total gauges that promtool
  * rejects (only counters end in _total; each is the sum of the by-type gauge
  * beside it, nodejs_active_handles{type}, so nothing is lost).
@@ -23,6 +25,17 @@ import { collectDefaultMetrics, Gauge, type Registry } from 'prom-client';
  */
 export const eventLoopDelayResolutionMs = 100;
 
+/**
+ * prom-client reads its event-loop delay monitor on every scrape: mean, stddev and three percentiles, each a walk of
+ * the monitor's HdrHistogram, in one turn of the event loop. Here a read is reused until this much time has passed
+ * (RabbitMQ samples its management statistics every 5 s too). A read still resets the monitor, so its figures
+ * describe the delays since the read before, as prom-client's do; at a Prometheus's usual 15 s interval every
+ * scrape reads anew.
+ */
+export const eventLoopDelayReadIntervalMs = 5_000;
+/** prom-client's gauge whose collect reads the monitor and sets the other seven nodejs_eventloop_lag_* families. */
+const eventLoopDelayReader = 'nodejs_eventloop_lag_seconds';
+
 const replacedOnLinux = ['process_resident_memory_bytes', 'process_virtual_memory_bytes', 'process_heap_bytes', 'process_open_fds'];
 const rejectedByPromtool = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
 
@@ -31,6 +44,21 @@ export function registerProcessMetrics(registry: Registry): void {
   const linux = process.platform === 'linux';
   for (const name of [...rejectedByPromtool, ...(linux ? replacedOnLinux : [])]) registry.removeSingleMetric(name);
   if (linux) registerProcReaders(registry);
+  readEventLoopDelayAtMostEvery(registry, eventLoopDelayReadIntervalMs);
+}
+
+/** prom-client's reader of the event-loop delay monitor, run at most once per `intervalMs` (performance.now()). */
+function readEventLoopDelayAtMostEvery(registry: Registry, intervalMs: number): void {
+  const reader = registry.getSingleMetric(eventLoopDelayReader) as { collect?: (this: unknown) => unknown } | undefined;
+  const read = reader?.collect;
+  if (reader === undefined || read === undefined) return;
+  let readAt = Number.NEGATIVE_INFINITY;
+  reader.collect = function collect(this: unknown): unknown {
+    const now = performance.now();
+    if (now - readAt < intervalMs) return undefined;
+    readAt = now;
+    return read.call(this);
+  };
 }
 
 /** The /proc readings of prom-client's osMemoryHeapLinux.js and processOpenFileDescriptors.js, read on the thread pool. */

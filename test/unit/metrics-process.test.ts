@@ -2,13 +2,16 @@
  * The process and Node.js metrics of src/metrics-process.ts: the families
  * prom-client's collectDefaultMetrics makes, by name, help and type;
  * plausible values; no file read synchronously on the event loop while an
- * exposition is written.
+ * exposition is written; the event-loop delay monitor read at most once per
+ * eventLoopDelayReadIntervalMs.
  */
 import fs from 'node:fs';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { Metrics } from '../../src/metrics.js';
-import { statusKilobytes } from '../../src/metrics-process.js';
+import { Metrics, processMetricsReuseMs } from '../../src/metrics.js';
+import { eventLoopDelayReadIntervalMs, eventLoopDelayResolutionMs, statusKilobytes } from '../../src/metrics-process.js';
+import { until } from '../support/kit.js';
 import { parseExposition, type Family } from '../support/prometheus-exposition.js';
 
 const linux = process.platform === 'linux';
@@ -60,6 +63,36 @@ describe('process and Node.js metrics', () => {
     const open = fs.readdirSync('/proc/self/fd').length - 1;
     expect(Math.abs(valueOf(families, 'process_open_fds') - open)).toBeLessThanOrEqual(4);
     expect(valueOf(families, 'process_open_fds')).toBeGreaterThan(2);
+  });
+
+  it('read the event-loop delay monitor at most once per eventLoopDelayReadIntervalMs: before it the last read\'s figures, after it the delays since', async () => {
+    // The seven families prom-client sets from its monitor at each read (nodejs_eventloop_lag_seconds is set a turn later).
+    const fromMonitor = ['min', 'max', 'mean', 'stddev', 'p50', 'p90', 'p99'].map((figure) => `nodejs_eventloop_lag_${figure}_seconds`);
+    const blockedMs = 400;
+    const witness = monitorEventLoopDelay({ resolution: eventLoopDelayResolutionMs });
+    vi.useFakeTimers({ toFake: ['performance'] });
+    try {
+      const metrics = new Metrics();
+      witness.enable();
+      const first = await processFamilies(metrics);
+      // A read resets the monitor, which then records from its second tick on: the witness, reset alike, says when.
+      witness.reset();
+      await until(() => witness.count > 0, 'a delay recorded after the read by a monitor like prom-client\'s');
+      const heldUntil = Date.now() + blockedMs;
+      while (Date.now() < heldUntil) { /* the event loop held */ }
+      await until(() => witness.max >= blockedMs * 1e6, 'the held loop recorded by the monitors');
+      vi.advanceTimersByTime(processMetricsReuseMs);
+      const within = await processFamilies(metrics);
+      for (const name of fromMonitor) expect(valueOf(within, name), name).toBe(valueOf(first, name));
+      expect(valueOf(within, 'nodejs_eventloop_lag_max_seconds')).toBeLessThan(blockedMs / 1000);
+      vi.advanceTimersByTime(eventLoopDelayReadIntervalMs);
+      const after = await processFamilies(metrics);
+      expect(valueOf(after, 'nodejs_eventloop_lag_max_seconds')).toBeGreaterThanOrEqual(blockedMs / 1000);
+      expect(valueOf(after, 'nodejs_eventloop_lag_p99_seconds')).toBeLessThanOrEqual(valueOf(after, 'nodejs_eventloop_lag_max_seconds'));
+    } finally {
+      witness.disable();
+      vi.useRealTimers();
+    }
   });
 
   it('statusKilobytes reads VmRSS, VmSize and VmData', () => {
