@@ -20,6 +20,7 @@ import type { ChannelDescription, ConnectionDescription, ManagedConnection } fro
 import { notFound } from '../http-error.js';
 import type { Item } from './listing.js';
 import { QueueListWriter, queueFields, queueObject, type QueueView } from './queue-fields.js';
+import { sortedByName } from './sorted-queues.js';
 
 export const onlyVhost = '/';
 export const nodeName = `cairn@${hostname()}`;
@@ -62,9 +63,9 @@ export function queueJson(queue: QueueView): Item {
   return queueObject(queueFieldTable, queue);
 }
 
-/** Every queue, by name (as RabbitMQ lists them). */
-export function sortedQueues(broker: Broker): QueueRuntime[] {
-  return [...broker.queues.values()].sort((a, b) => byName(a.name, b.name));
+/** Every queue, by name (as RabbitMQ lists them; sorted-queues.ts). */
+export function sortedQueues(broker: Broker): readonly QueueRuntime[] {
+  return sortedByName(broker.queues);
 }
 
 export function queuesJson(broker: Broker): Item[] {
