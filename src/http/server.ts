@@ -46,7 +46,8 @@ import { managementRoutes } from './management/routes.js';
 import type { SystemFacts } from './management/system.js';
 import { AnswerBytesPool, whenSent } from './answer-bytes.js';
 import { writeInPieces } from './write-in-pieces.js';
-import { acceptsGzip, gzipBytesMin, gzipOnPool } from './answer-encoding.js';
+import { acceptsGzip, gzipBytesMin } from './answer-encoding.js';
+import { GzipMemo } from './gzip-memo.js';
 import { loadConsoleFiles } from './console-files.js';
 import { recentRecords, traceOf } from './log-records.js';
 import { QueryError } from './query.js';
@@ -120,6 +121,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   });
 
   const answerBytes = new AnswerBytesPool();
+  const gzipped = new GzipMemo();
   const consoleFiles = loadConsoleFiles();
   const consoleFile = (name: string): Answer => {
     const file = consoleFiles.get(name);
@@ -177,7 +179,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       throw new HttpError(405, 'method_not_allowed', `${request.method ?? '?'} is not allowed on ${url.pathname}; allowed: ${allowed.join(', ')}`, { Allow: allowed.join(', ') });
     }
     const context: RequestContext = { url, parameters, headers: request.headers, user, body: async () => parseJsonObject(await readBody(request)) };
-    const answer = await encoded(await handler(context), request);
+    const answer = await encoded(await handler(context), request, gzipped);
     try {
       for (const [name, value] of Object.entries(answer.headers ?? {})) response.setHeader(name, value);
       send(response, answer.status ?? 200, answer.contentType ?? 'text/plain; charset=utf-8', request.method === 'HEAD' ? '' : answer.body);
@@ -284,16 +286,17 @@ function sendError(response: ServerResponse, status: number, error: string, reas
 }
 
 /**
- * `answer` gzipped on the thread pool when the client accepts gzip and the body is large enough (answer-encoding.ts);
- * its pooled buffer goes back once zlib has read it. HEAD gets GET's headers without the work.
+ * `answer` gzipped on the thread pool when the client accepts gzip and the body is large enough (answer-encoding.ts),
+ * or the same target's last gzipped answer when the bytes are the same (gzip-memo.ts); its pooled buffer goes back once
+ * they are read. HEAD gets GET's headers without the work.
  */
-async function encoded(answer: Answer, request: IncomingMessage): Promise<Answer> {
+async function encoded(answer: Answer, request: IncomingMessage, gzipped: GzipMemo): Promise<Answer> {
   const headers = { ...answer.headers, Vary: 'Accept-Encoding' };
   const bytes = typeof answer.body === 'string' ? Buffer.from(answer.body) : answer.body;
   if (request.method === 'HEAD' || bytes.length < gzipBytesMin || !acceptsGzip(request.headers['accept-encoding'])) return { ...answer, body: bytes, headers };
   const { sent, ...unsent } = answer;
   try {
-    return { ...unsent, body: await gzipOnPool(bytes), headers: { ...headers, 'Content-Encoding': 'gzip' } };
+    return { ...unsent, body: await gzipped.gzip(request.url ?? '', bytes), headers: { ...headers, 'Content-Encoding': 'gzip' } };
   } finally {
     sent?.(true);
   }

@@ -4,6 +4,7 @@
  * 70-160 KB, past gzipBytesMin): what a Prometheus or a browser
  * (Accept-Encoding: gzip) gets decodes to what a client that does not ask
  * gets, byte for byte where the answer does not change between two requests;
+ * an answer that changed is not the one gzipped before (gzip-memo.ts);
  * smaller answers and HEAD go unencoded; every answer says Vary:
  * Accept-Encoding.
  */
@@ -83,6 +84,20 @@ describe('gzipped answers', () => {
       expect({ refusal, encoding: answer.headers['content-encoding'] }).toEqual({ refusal, encoding: undefined });
       expect(JSON.parse(answer.body.toString('utf8'))).toHaveLength(queueCount);
     }
+  });
+
+  it('a queue list asked for again after a queue changed decodes to the changed list, not to the answer gzipped before', async () => {
+    const path = '/api/queues';
+    const before = JSON.parse(gunzipSync((await get(path, 'gzip')).body).toString('utf8')) as Array<{ name: string; messages_ready: number }>;
+    expect(before.find((queue) => queue.name === 'gzip-7')?.messages_ready).toBe(0);
+    const published = await fetch(`http://127.0.0.1:${cairn.httpPort!}/api/exchanges/%2F/amq.default/publish`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ properties: {}, routing_key: 'gzip-7', payload: 'x', payload_encoding: 'string' }),
+    });
+    expect(await published.json()).toEqual({ routed: true });
+    const after = JSON.parse(gunzipSync((await get(path, 'gzip')).body).toString('utf8')) as typeof before;
+    expect(after.find((queue) => queue.name === 'gzip-7')?.messages_ready).toBe(1);
+    expect(after).toHaveLength(before.length);
   });
 
   it('many gzipped and identity answers at once each decode whole (pooled answer buffers are not reused too early)', async () => {
