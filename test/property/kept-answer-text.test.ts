@@ -4,10 +4,10 @@
  * metrics-per-queue.ts): over a sequence of answers between which random
  * queues change any of their changing values, are added or removed, every
  * answer written with the kept text equals the same answer written fresh by a
- * writer that kept nothing.
+ * writer that kept nothing; an unchanged queue list is one copy of the last.
  */
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Broker } from '../../src/core/broker.js';
 import { AnswerBytes } from '../../src/http/answer-bytes.js';
 import { renderAtOnce } from '../../src/http/answer-slices.js';
@@ -77,6 +77,26 @@ describe('text kept from one answer for the next', () => {
         expect(keeping.listText(queues, indexes)).toBe(fresh);
       });
     }), { seed, numRuns: 300 });
+  });
+
+  it('a list none of whose queues changed is the last list\'s text, written as one copy; one changed queue writes it queue by queue', () => {
+    const fields = queueFields('cairn@host');
+    const queues = Array.from({ length: 100 }, (_, i) => newQueue(`q-${i}`));
+    const writer = new QueueListWriter(fields);
+    const indexes = writer.columnIndexes(undefined);
+    const copiesWriting = (): { text: string; copies: number } => {
+      const out = new AnswerBytes(Buffer.alloc(16));
+      const copies = vi.spyOn(out, 'bytes');
+      writer.write(queues, indexes, out);
+      return { text: out.view().toString('utf8'), copies: copies.mock.calls.length };
+    };
+    const first = copiesWriting();
+    expect(copiesWriting()).toEqual({ text: first.text, copies: 1 });
+    queues[50]!.readyCount = 3;
+    const changed = copiesWriting();
+    expect(changed.copies).toBe(queues.length - 1);
+    expect(changed.text).toBe(new QueueListWriter(fields).listText(queues, indexes));
+    expect(copiesWriting()).toEqual({ text: changed.text, copies: 1 });
   });
 
   it('the per-queue exposition written with kept families equals it written fresh, after any changes', () => {

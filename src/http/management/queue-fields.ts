@@ -13,7 +13,9 @@
  * (answer-slices.ts) from the queues' changing fields copied before the first
  * slice, so it shows one moment like the object form. Each queue's whole
  * object text is kept per set of columns with the values it was written
- * from: a queue that has not changed since the last list costs a copy.
+ * from: a queue that has not changed since the last list costs a copy, and
+ * a list none of whose queues changed (nor the queues themselves) is the
+ * last list's text, one copy.
  */
 import type { QueueRuntime } from '../../core/amqp-queue.js';
 import { AnswerBytes } from '../answer-bytes.js';
@@ -89,6 +91,13 @@ function sameValues(a: ChangingValues, b: ChangingValues): boolean {
     && Object.is(a.dropped, b.dropped) && a.tag === b.tag;
 }
 
+/** Whether `queues`, with `values`, are the kept list's queues (the same objects, in order) with its values. */
+function sameList(list: NonNullable<KeptTexts['list']>, queues: readonly QueueView[], values: readonly ChangingValues[]): boolean {
+  if (list.queues.length !== queues.length) return false;
+  for (let i = 0; i < queues.length; i++) if (list.queues[i] !== queues[i] || !sameValues(list.values[i]!, values[i]!)) return false;
+  return true;
+}
+
 /** `queue` as it was when `values` were read (its fixed fields are shared: they never change). */
 function viewAt(queue: QueueView, values: ChangingValues): QueueView {
   const { name, durable, autoDelete, exclusiveOwner, queueArguments } = queue;
@@ -116,6 +125,12 @@ interface ObjectText {
 /** Sets of columns whose object texts are kept (a client asking for ever new columns must not grow memory). */
 const keptColumnSetsMax = 4;
 
+/** What is kept per set of columns: each queue's last object text, and the last whole list with what it was written from. */
+interface KeptTexts {
+  readonly objects: WeakMap<QueueView, ObjectText>;
+  list: { readonly queues: readonly QueueView[]; readonly values: readonly ChangingValues[]; readonly bytes: Buffer } | undefined;
+}
+
 /** A queue's fixed fields encoded: `"name":…,"vhost":…` in table order, and where each field's text starts and ends. */
 interface FixedText {
   readonly bytes: Buffer;
@@ -129,8 +144,8 @@ interface FixedText {
  */
 export class QueueListWriter {
   private readonly fixedTexts = new WeakMap<QueueView, FixedText>();
-  /** Per set of columns (their indexes, joined), each queue's last object text: an unchanged queue's is copied. */
-  private readonly objectTexts = new Map<string, WeakMap<QueueView, ObjectText>>();
+  /** Per set of columns (their indexes, joined), each queue's last object text (an unchanged queue's is copied) and the last list. */
+  private readonly objectTexts = new Map<string, KeptTexts>();
   private readonly keyTexts: readonly string[];
   /** The same as bytes (a flat copy is faster to write than a string, which may be a rope). */
   private readonly keyBytes: readonly Buffer[];
@@ -157,38 +172,46 @@ export class QueueListWriter {
   }
 
   /**
-   * The same, yielding after every itemsPerCheck queues; what changes of the queues is read at the first step. A
-   * queue whose changing values are those its last text for these columns was written from gets that text again (a
-   * copy); the others are written and their text kept.
+   * The same, yielding after every itemsPerCheck queues; what changes of the queues is read at the first step. The
+   * same queues in the same order with the same values as the last list for these columns get that list again (one
+   * copy: a monitoring load asks for lists of idle queues every second); otherwise a queue whose changing values are
+   * those its last text for these columns was written from gets that text again (a copy), the others are written and
+   * their text kept.
    */
   *writeSlices(queues: readonly QueueView[], indexes: readonly number[], out: AnswerBytes): Generator<void, void, undefined> {
     const now = queues.map(changingValuesOf);
-    const kept = this.objectTextsFor(indexes);
+    const kept = this.keptTextsFor(indexes);
+    if (kept.list !== undefined && sameList(kept.list, queues, now)) {
+      out.bytes(kept.list.bytes);
+      return;
+    }
+    const start = out.view().length;
     out.ascii('[');
     for (let i = 0; i < queues.length; i++) {
       if (i > 0) out.ascii(',');
       const queue = queues[i]!;
       const values = now[i]!;
-      const text = kept.get(queue);
+      const text = kept.objects.get(queue);
       if (text !== undefined && sameValues(text.values, values)) {
         out.bytes(text.bytes);
       } else {
-        const start = out.view().length;
+        const objectStart = out.view().length;
         this.writeObject(queue, viewAt(queue, values), indexes, out);
-        kept.set(queue, { values, bytes: Buffer.from(out.view().subarray(start)) });
+        kept.objects.set(queue, { values, bytes: Buffer.from(out.view().subarray(objectStart)) });
       }
       if ((i + 1) % itemsPerCheck === 0) yield;
     }
     out.ascii(']');
+    kept.list = { queues: [...queues], values: now, bytes: Buffer.from(out.view().subarray(start)) };
   }
 
-  private objectTextsFor(indexes: readonly number[]): WeakMap<QueueView, ObjectText> {
+  private keptTextsFor(indexes: readonly number[]): KeptTexts {
     const key = indexes.join(',');
     let texts = this.objectTexts.get(key);
     if (texts === undefined) {
       // The oldest set goes first (a Map iterates in insertion order).
       if (this.objectTexts.size >= keptColumnSetsMax) this.objectTexts.delete(this.objectTexts.keys().next().value!);
-      texts = new WeakMap();
+      texts = { objects: new WeakMap(), list: undefined };
       this.objectTexts.set(key, texts);
     }
     return texts;
