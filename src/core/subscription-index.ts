@@ -144,16 +144,18 @@ export class SubscriptionIndex<S> {
     // Wildcards in the first level do not match topics starting with '$' [MQTT-4.7.2-1].
     const dollarTopic = topic.startsWith('$');
     // The walk's stack as two arrays reused by every match (never re-entered): no object per node visited.
-    const nodes = walkNodes as TrieNode<S>[];
+    // Its height is counted here, not kept as the arrays' length (setting a length runs in the runtime and drops
+    // the backing store), so a walk that threw leaves nothing for the next; a popped slot is cleared.
+    const nodes = walkNodes as (TrieNode<S> | undefined)[];
     const depths = walkDepths;
-    // Empty after every walk that ended; emptied here too so that one that threw cannot leave nodes for the next.
-    nodes.length = 0;
-    depths.length = 0;
-    nodes.push(this.root);
-    depths.push(0);
-    while (nodes.length > 0) {
-      const node = nodes.pop() as TrieNode<S>;
-      const depth = depths.pop() as number;
+    nodes[0] = this.root;
+    depths[0] = 0;
+    let height = 1;
+    while (height > 0) {
+      height -= 1;
+      const node = nodes[height] as TrieNode<S>;
+      const depth = depths[height] as number;
+      nodes[height] = undefined;
       const wildcardsAllowed = depth > 0 || !dollarTopic;
       // '#' matches the remaining levels, and also none: "sport/#" matches "sport".
       if (node.hashChild !== undefined && wildcardsAllowed) result = collect(result, node.hashChild, publisher);
@@ -163,12 +165,14 @@ export class SubscriptionIndex<S> {
       }
       const literal = node.literalChildren.size === 0 ? undefined : node.literalChildren.get(levels[depth] as string);
       if (literal !== undefined) {
-        nodes.push(literal);
-        depths.push(depth + 1);
+        nodes[height] = literal;
+        depths[height] = depth + 1;
+        height += 1;
       }
       if (node.plusChild !== undefined && wildcardsAllowed) {
-        nodes.push(node.plusChild);
-        depths.push(depth + 1);
+        nodes[height] = node.plusChild;
+        depths[height] = depth + 1;
+        height += 1;
       }
     }
     return result ?? noSubscribers;
@@ -199,8 +203,8 @@ function collect<S>(found: Map<S, Qos> | undefined, node: TrieNode<S>, publisher
   return result;
 }
 
-/** match()'s stack of nodes still to visit and their depths (reused: match is never re-entered). */
-const walkNodes: TrieNode<unknown>[] = [];
+/** match()'s stack of nodes still to visit and their depths (reused: match is never re-entered); it grows to the deepest walk. */
+const walkNodes: (TrieNode<unknown> | undefined)[] = [];
 const walkDepths: number[] = [];
 /** The levels of the last topic matched: a publisher's next PUBLISH usually has the same topic. */
 let lastTopic: string | undefined;
