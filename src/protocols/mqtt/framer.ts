@@ -104,6 +104,8 @@ export class PacketFramer {
    * made safe the same way after their own read.
    */
   ownHeldBytes(lent: Buffer): void {
+    // After most reads nothing is held: no buffer to compare (a typed array's `buffer` is a slow load in V8).
+    if (this.head.length === 0 && this.parts.length === 0) return;
     const reused = lent.buffer;
     if (this.head.length > 0 && this.head.buffer === reused) this.head = Buffer.from(this.head);
     const last = this.parts.length - 1;
