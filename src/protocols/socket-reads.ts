@@ -30,6 +30,18 @@ const readBytesMax = 64 * 1024;
 /** Shared by every socket read directly: each read is copied out before its callback returns. */
 const readBuffer = Buffer.allocUnsafe(readBytesMax);
 
+/**
+ * The last view of the read buffer lent: a read of the same length (a sequential client's every read) is lent
+ * it again, the same bytes of the same buffer, instead of a new one (Node's Buffer#subarray reads `buffer` and
+ * `byteOffset` through V8's generic property load and makes an object: ~600 instructions a read, issue 18).
+ */
+let lent = readBuffer.subarray(0, 0);
+
+function lentView(bytes: number): Buffer {
+  if (lent.length !== bytes) lent = readBuffer.subarray(0, bytes);
+  return lent;
+}
+
 export type SocketReadMode = 'direct' | 'data-events';
 
 interface UserBufferHandle {
@@ -71,7 +83,7 @@ function readDirectly(transport: Duplex, receive: (chunk: Buffer) => void, copy:
       readBuffer.copy(chunk, 0, 0, bytes);
       receive(chunk);
     }
-    : (bytes: number): void => receive(readBuffer.subarray(0, bytes));
+    : (bytes: number): void => receive(lentView(bytes));
   (handle as UserBufferHandle).useUserBuffer(readBuffer);
   // What attaching a 'data' listener does: the stream flows, so the end of the stream is still emitted.
   transport.resume();
