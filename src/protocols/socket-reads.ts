@@ -42,6 +42,11 @@ function lentView(bytes: number): Buffer {
   return lent;
 }
 
+/** Whether `chunk` is the view a direct read lends now (or lent last): a view of the shared read buffer, which lives anyway. */
+export function isLentView(chunk: Buffer): boolean {
+  return chunk === lent;
+}
+
 export type SocketReadMode = 'direct' | 'data-events';
 
 interface UserBufferHandle {

@@ -423,6 +423,24 @@ describe('reading the socket', () => {
     expect(lines).toEqual(['lent/one the whole payload, every byte of it']);
   });
 
+  // Reads of the same length are lent the same view, and a payload at the same offset in it the same payload view
+  // (payload-views.ts): PUBLISHes of one length whose topics, and so payload offsets, differ must each keep their own.
+  it('takes each payload whole from reads of one length whose payloads start at different offsets', async () => {
+    const { client: subscriber } = await open('views-sub');
+    const { lines } = collect(subscriber);
+    await subscriber.subscribeAsync('views/#', { qos: 1 });
+    const { client: publisher } = await open('views-pub');
+    const sent: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      // 'views/a' + 12 bytes and 'views/ab' + 11 bytes: the same packet length, the payload one byte apart.
+      const [topic, payload] = i % 3 === 0 ? ['views/ab', `${i % 10}bcdefghijk`] : ['views/a', `${i % 10}bcdefghijkl`];
+      sent.push(`${topic} ${payload}`);
+      await publisher.publishAsync(topic, payload, { qos: 1 });
+    }
+    await until(() => lines.length === sent.length);
+    expect(lines).toEqual(sent);
+  });
+
   it('keeps its own copy of a payload it keeps from a lent read (a retained message)', async () => {
     const { client: publisher } = await open('kept-pub');
     await publisher.publishAsync('kept/retained', 'the retained value, as it was sent', { qos: 1, retain: true });

@@ -26,6 +26,7 @@ import { checkClientPacket, type DecodeResult, type ProtocolVersion } from './cl
 import { readFixedHeader } from './framer.js';
 import { decodePublishProperties, encodePublishProperties, variableIntegerSize, writeVariableInteger, type PublishPacketProperties } from './publish-properties-codec.js';
 import type { IPubackPacket, IPublishPacket } from 'mqtt-packet';
+import { PayloadViews } from './payload-views.js';
 import { TopicMemo } from './topic-memo.js';
 
 export type { ClientPacket, DecodeResult, ProtocolVersion } from './client-packet-rules.js';
@@ -43,6 +44,8 @@ export class PacketDecoder {
   private error: string | undefined;
   /** The last PUBLISH topic, for the fast decoder and the packet rules (topic-memo.ts). */
   private readonly topics = new TopicMemo();
+  /** The last PUBLISH payload view of a lent read, for the fast decoder (payload-views.ts). */
+  private readonly payloads = new PayloadViews();
 
   constructor() {
     this.parser.on('packet', (packet: Packet) => {
@@ -63,7 +66,7 @@ export class PacketDecoder {
    * the call): a PUBLISH's payload and binary properties are then views of it, to copy if kept.
    */
   decode(bytes: Buffer): DecodeResult {
-    const fast = decodeHotPacket(bytes, this.protocolVersionValue, this.topics);
+    const fast = decodeHotPacket(bytes, this.protocolVersionValue, this.topics, this.payloads);
     if (fast !== undefined) {
       const topics = this.topics;
       const result = checkClientPacket(fast, bytes, this.protocolVersionValue, topics.checked);
@@ -108,7 +111,9 @@ export class PacketDecoder {
  * A v5 PUBLISH's properties are read by publish-properties-codec.ts, which
  * leaves anything unusual to mqtt-packet as well.
  */
-export function decodeHotPacket(bytes: Buffer, protocolVersion: ProtocolVersion = 4, topics?: TopicMemo): IPublishPacket | IPubackPacket | undefined {
+export function decodeHotPacket(
+  bytes: Buffer, protocolVersion: ProtocolVersion = 4, topics?: TopicMemo, payloads?: PayloadViews,
+): IPublishPacket | IPubackPacket | undefined {
   const firstByte = bytes[0];
   if (firstByte === 0x40 && bytes.length === 4 && bytes[1] === 0x02) {
     // The same object mqtt-packet's parser builds, so the two decoders stay interchangeable.
@@ -141,7 +146,7 @@ export function decodeHotPacket(bytes: Buffer, protocolVersion: ProtocolVersion 
     dup: (firstByte & 0x08) !== 0,
     length: header.remainingLength,
     topic: topics === undefined ? bytes.toString('utf8', topicStart, topicEnd) : topics.topicOf(bytes, topicStart, topicEnd),
-    payload: bytes.subarray(payloadStart),
+    payload: payloads === undefined ? bytes.subarray(payloadStart) : payloads.of(bytes, payloadStart),
   };
   if (qos > 0) packet.messageId = uint16At(bytes, topicEnd);
   if (properties !== undefined) packet.properties = properties;
