@@ -197,7 +197,9 @@ function encodeWithPacketId(firstByte: number, packetId: number): Buffer {
   const bytes = Buffer.allocUnsafe(4);
   bytes[0] = firstByte;
   bytes[1] = 0x02;
-  bytes.writeUInt16BE(packetId, 2);
+  // Its range is checked above: written inline, not through writeUInt16BE (which checks it again, out of line).
+  bytes[2] = packetId >> 8;
+  bytes[3] = packetId & 0xff;
   return bytes;
 }
 
