@@ -367,7 +367,8 @@ function mqttPublish(
   const groups = context.shared.match(topic);
   // A full reject-publish queue refuses it: an MQTT 5 publisher hears 0x97 (as from RabbitMQ), a 3.1.1 one cannot be told.
   const bridged = context.bridgeQueues(topic);
-  const queues = queuesAccepting(bridged, lentPayload.byteLength);
+  // `length`, not `byteLength` (the same for bytes): in Node 20's V8 only `length` is read inline, `byteLength` is a generic load and a call.
+  const queues = queuesAccepting(bridged, lentPayload.length);
   // In a queue its expiry is an AMQP expiration (bridge-properties.ts), expired at the head as any.
   if (mqttProperties?.expiresAt !== undefined) for (const queue of queues) context.watchExpiry(queue);
   const matched = sessions.size > 0 || groups.length > 0 || queues.length > 0 || docs !== undefined;
