@@ -20,6 +20,7 @@
  * gives an array of values), so the two decoders stay interchangeable.
  */
 import type { IPublishPacket } from 'mqtt-packet';
+import { utf8Length, writeUtf8 } from './short-utf8.js';
 
 export type PublishPacketProperties = NonNullable<IPublishPacket['properties']>;
 
@@ -143,7 +144,7 @@ type PropertyItem =
 
 function itemsOf(properties: PublishPacketProperties): PropertyItem[] | undefined {
   const items: PropertyItem[] = [];
-  const text = (id: number, value: string): PropertyItem => ({ id, kind: 'text', value, size: 3 + Buffer.byteLength(value, 'utf8') });
+  const text = (id: number, value: string): PropertyItem => ({ id, kind: 'text', value, size: 3 + utf8Length(value) });
   for (const key in properties) {
     const value = (properties as Record<string, unknown>)[key];
     if (value === undefined) continue;
@@ -162,7 +163,7 @@ function itemsOf(properties: PublishPacketProperties): PropertyItem[] | undefine
           const values = (value as Record<string, string | string[]>)[name]!;
           for (const one of Array.isArray(values) ? values : [values]) {
             const pair = [name, String(one)] as const;
-            items.push({ id: PropertyId.userProperty, kind: 'pair', value: pair, size: 5 + Buffer.byteLength(pair[0], 'utf8') + Buffer.byteLength(pair[1], 'utf8') });
+            items.push({ id: PropertyId.userProperty, kind: 'pair', value: pair, size: 5 + utf8Length(pair[0]) + utf8Length(pair[1]) });
           }
         }
         break;
@@ -186,7 +187,7 @@ export function encodePublishProperties(properties: PublishPacketProperties | un
   const out = Buffer.allocUnsafe(variableIntegerSize(length) + length);
   let at = writeVariableInteger(out, 0, length);
   const writeText = (value: string): void => {
-    const size = out.write(value, at + 2, 'utf8');
+    const size = writeUtf8(out, at + 2, value);
     out.writeUInt16BE(size, at);
     at += 2 + size;
   };
