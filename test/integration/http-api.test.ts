@@ -152,7 +152,8 @@ describe('HTTP API over the article\'s ingest example', () => {
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
     const text = await response.text();
-    const sampleLine = /^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? (-?[0-9.e+-]+|NaN|[+-]Inf)$/;
+    // prom-client writes NaN as 'Nan' (an event-loop delay read over no samples); Prometheus parses it, case aside.
+    const sampleLine = /^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? (-?[0-9.e+-]+|NaN|Nan|[+-]Inf)$/;
     for (const line of text.split('\n')) {
       if (line === '' || line.startsWith('# HELP ') || line.startsWith('# TYPE ')) continue;
       expect(line).toMatch(sampleLine);
