@@ -195,17 +195,25 @@ function stringsProblem(strings: readonly string[], bytes: Buffer, v5: boolean):
  */
 function propertyStringsSuspect(properties: object | undefined): boolean {
   if (properties === undefined) return false;
-  const suspect = (value: unknown): boolean => typeof value === 'string' && (value.includes('\ufffd') || value.includes('\u0000'));
-  for (const [name, value] of Object.entries(properties)) {
+  // for-in, not Object.entries: no array of pairs per packet (the decoders' objects have no inherited enumerables).
+  const decoded = properties as Record<string, unknown>;
+  for (const name in decoded) {
+    const value = decoded[name];
     if (name !== 'userProperties') {
-      if (suspect(value)) return true;
+      if (suspectString(value)) return true;
       continue;
     }
-    for (const [key, values] of Object.entries(value as Record<string, unknown>)) {
-      if (suspect(key) || (Array.isArray(values) ? values.some(suspect) : suspect(values))) return true;
+    const userProperties = value as Record<string, unknown>;
+    for (const key in userProperties) {
+      const values = userProperties[key];
+      if (suspectString(key) || (Array.isArray(values) ? values.some(suspectString) : suspectString(values))) return true;
     }
   }
   return false;
+}
+
+function suspectString(value: unknown): boolean {
+  return typeof value === 'string' && (value.includes('\ufffd') || value.includes('\u0000'));
 }
 
 function nullCharacterProblem(strings: readonly string[]): string | undefined {

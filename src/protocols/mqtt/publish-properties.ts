@@ -28,8 +28,11 @@ export function incomingPropertiesOf(packet: PacketProperties | undefined): Mqtt
 
 function userPropertyPairs(userProperties: PacketUserProperties): Array<readonly [string, string]> {
   const pairs: Array<readonly [string, string]> = [];
-  for (const [name, value] of Object.entries(userProperties)) {
-    for (const one of Array.isArray(value) ? value : [value]) pairs.push([name, String(one)]);
+  // for-in, not Object.entries: no array of pairs per PUBLISH (mqtt-packet's object has no prototype).
+  for (const name in userProperties) {
+    const value = userProperties[name];
+    if (Array.isArray(value)) for (const one of value) pairs.push([name, String(one)]);
+    else pairs.push([name, String(value)]);
   }
   return pairs;
 }
