@@ -15,7 +15,9 @@
  *     on this machine, beside each server's event-loop CPU per round trip;
  *     the durable case also on a bare Node server that syncs each PUBLISH
  *     (one O_DSYNC pwrite) before its PUBACK: the floor of a durable round
- *     trip from Node on this machine, the VM's wake-ups included;
+ *     trip from Node on this machine, the VM's wake-ups included, with the
+ *     durable target's ratio worked out for it too (against the bare direct
+ *     server's round trip);
  *   - QoS 0 and QoS 1 throughput publisher → live clean subscriber
  *     (20,000 messages of 100 B, counted at the subscriber; median of three
  *     after one unmeasured run), and QoS 1 publisher → a shared subscription
@@ -499,6 +501,11 @@ export async function benchMqtt(): Promise<void> {
   fanOutRow(`QoS 0 ${fanOutLabel}`, (r) => r.fanOut0);
   fanOutRow(`QoS 1 ${fanOutLabel}`, (r) => r.fanOut1);
   for (const [label, value] of durableTargetRows(raw, cairn.noSub, cairn.offline)) rows.push([`${label} (no sub / offline sub)`, value, '', '']);
+  // The same target for the bare durable server against the bare direct server's round trip: what this machine
+  // allows a Node server that does nothing but the O_DSYNC write and the PUBACK (a KVM guest's idle-vCPU wake-ups).
+  const bareDirect = bare[bareModes.findIndex(([mode]) => mode === 'direct')]!.noSub;
+  const [bareOverhead] = durableTargetRows(raw, bareDirect, bareDurable);
+  rows.push([`  the same for the bare durable server (no sub: the bare direct server)`, bareOverhead![1], '', '']);
   for (const [label, value] of threadTimeRow('Cairn, no subscriber', cairnThreads[0].perRoundTrip())) rows.push([label, value, '', '']);
   for (const [label, value] of threadTimeRow('Cairn, offline persistent sub', cairnThreads[1].perRoundTrip())) rows.push([label, value, '', '']);
 
