@@ -1,13 +1,13 @@
 /**
- * A stand-in for the broker's HTTP port (CAIRN_BENCH_SCRAPE_DECOY=1 in
+ * A stand-in for the broker's HTTP port (the scrape bench's `decoy` windows,
  * bench-scrape.ts): `node dist/tools/bench-scrape-decoy.js BROKER_HTTP_PORT`
  * GETs each scraped path from the broker once, with the scraper's headers,
  * then serves those same bytes (status, content type and encoding, length)
- * from its own process and prints
- * {"port":N}. A scraper pointed at it loads the machine as the real one does
- * (its own CPU, the kernel's loopback copies of the same bytes) while the
- * broker answers nothing: the scrape bench's ratios with the decoy are the
- * machine's part of the overhead, the rest is the broker's.
+ * from its own process and prints {"port":N}. A scraper pointed at it loads
+ * the machine as the real one does (its own CPU, the kernel's loopback copies
+ * of the same bytes) while the broker answers nothing: the bench's decoy
+ * windows against plain ones are the machine's part of the overhead, scraped
+ * ones against decoy ones the broker's.
  */
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';

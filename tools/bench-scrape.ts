@@ -3,23 +3,30 @@
  * (sequential QoS 1 with no subscriber and with an offline persistent one;
  * QoS 0, QoS 1 and shared-subscription throughput: the QoS 1 publisher keeps
  * at most qos1WindowMessages in flight end to end, so nothing is dropped at
- * the subscriber's bound) on one Cairn, measured in
- * windows with and without a monitoring load (bench-scraper.ts, its own
- * process: 1,000 queues declared, then every second /metrics,
- * /metrics/per-object, /api/queues, /api/overview and the console's queue
- * list). The two kinds of window alternate in blocks of four (ABBA: a drift of
- * the machine weighs on both alike); each block gives one ratio (scraped
- * against plain) and a row's verdict is the median of its blocks' ratios,
+ * the subscriber's bound) on one Cairn, measured in windows of three kinds
+ * (bench-scrape-blocks.ts): `plain`, no monitoring load; `scraped`, a scraper
+ * on the broker (bench-scraper.ts, its own process: 1,000 queues declared,
+ * then every second /metrics, /metrics/per-object, /api/queues, /api/overview
+ * and the console's queue list); `decoy`, a second scraper process making the
+ * same requests to a decoy (bench-scrape-decoy.ts) that captured the broker's
+ * answers at the start and serves those bytes, so the broker answers nothing.
+ * The windows alternate in blocks of six (plain, decoy, scraped, scraped,
+ * decoy, plain: a drift of the machine linear over a block weighs on the three
+ * alike); each block gives three ratios, scraped against plain (the issue's
+ * question), decoy against plain (the machine's part: on two shared cores the
+ * scraper's own CPU moves the p99 rows) and scraped against decoy (the
+ * broker's part), and a row's verdicts are the medians of its blocks' ratios,
  * printed with their range: single windows of the same kind differed by
  * 25-40% on this shared two-core machine, so pooling a few long windows could
  * not resolve 5%, while neighbouring windows see the same minute.
  *
- * The scraper runs at the lowest CPU priority: it stands in for a Prometheus
- * on another machine, and on two cores its own parsing of ~0.7 MB a second
+ * Both scrapers run at the lowest CPU priority: they stand in for a Prometheus
+ * on another machine, and on two cores their own parsing of ~0.7 MB a second
  * would otherwise be measured as the broker's cost. What the broker spends
- * answering it is printed beside the rows (its CPU time per scrape round).
+ * answering is printed beside the rows (its CPU time per scrape round).
  */
 import { openOfflineSubscriberQos1, openSequentialQos1, fmt, printTable, sharedMembers, tempDir, throughput, throughputCount } from './bench-mqtt.js';
+import { shareRatios, summarizeShares, median, windowOrder, type ShareRatios, type WindowKind } from './bench-scrape-blocks.js';
 import { startDecoyProcess, startScraperProcess, type ScraperProcess } from './bench-scraper-process.js';
 import { summarize, withTimeout, type RoundTripCase } from './bench-side-by-side.js';
 import { startCairnProcess } from './cairn-process.js';
@@ -27,15 +34,10 @@ import { threadTimes } from './bench-thread-times.js';
 
 const scrapedQueues = 1_000;
 const windowMs = Number(process.env['CAIRN_BENCH_SCRAPE_WINDOW_MS'] ?? 1_500);
-/** ABBA blocks per case: each gives one ratio. */
+/** Blocks per case: each gives one ratio of each share. */
 const blocksPerCase = Number(process.env['CAIRN_BENCH_SCRAPE_BLOCKS'] ?? 8);
 const latencySampleBatch = 100;
 const target = 0.05;
-/**
- * CAIRN_BENCH_SCRAPE_DECOY=1: the scraper GETs the same bytes from a decoy process (bench-scrape-decoy.ts) instead of
- * the broker, which then answers nothing: the ratios are the machine's part of the overhead (decomposition only).
- */
-const decoy = process.env['CAIRN_BENCH_SCRAPE_DECOY'] === '1';
 /** CAIRN_BENCH_SCRAPE_CASES=latency or throughput runs only those rows (decomposition; the target is all of them). */
 const cases = process.env['CAIRN_BENCH_SCRAPE_CASES'] ?? 'all';
 /**
@@ -45,7 +47,7 @@ const cases = process.env['CAIRN_BENCH_SCRAPE_CASES'] ?? 'all';
  */
 const qos1WindowMessages = 1_024;
 
-type Kind = 'plain' | 'scraped';
+type LoadedKind = Exclude<WindowKind, 'plain'>;
 /** A case measured in windows: `measure` runs until `until` and returns what it saw then. */
 interface WindowedCase {
   readonly label: string;
@@ -91,29 +93,49 @@ function throughputCase(label: string, burst: () => ReturnType<typeof throughput
   };
 }
 
-/** One ABBA block: its two plain and two scraped windows. */
-interface Block { readonly plain: number[][]; readonly scraped: number[][]; scrapedRounds: number }
+/** A scraper process whose rounds are counted window by window. */
+class CountedScraper {
+  /** The fewest rounds seen in one of its windows (a window without one would measure nothing). */
+  fewestInAWindow = Number.POSITIVE_INFINITY;
+  private constructor(readonly process: ScraperProcess, private roundsSoFar: number) {}
 
-/** Scrape rounds so far, as the scraper last reported them when paused. */
-let scrapeRoundsSoFar = 0;
-/** The fewest scrape rounds seen in one scraped window (a window without one would measure nothing). */
-let fewestRoundsInAWindow = Number.POSITIVE_INFINITY;
+  /** Starts the scraper at `httpPort` (declaring `queues` there first) and pauses it. */
+  static async start(httpPort: number, queues: number): Promise<CountedScraper> {
+    const scraper = await startScraperProcess(httpPort, queues);
+    return new CountedScraper(scraper, await scraper.pause());
+  }
 
-/** Blocks of plain, scraped, scraped, plain windows, after one unmeasured window. */
-async function alternate(measured: WindowedCase, scraper: ScraperProcess): Promise<Block[]> {
+  resume(): void { this.process.resume(); }
+
+  /** Pauses it; the rounds it made since it was last paused. */
+  async pause(): Promise<number> {
+    const rounds = await this.process.pause();
+    const made = rounds - this.roundsSoFar;
+    this.roundsSoFar = rounds;
+    return made;
+  }
+}
+
+/** One block: each kind's windows, and the rounds each scraper made in its windows. */
+interface Block { readonly windows: Record<WindowKind, number[][]>; readonly rounds: Record<LoadedKind, number> }
+
+/** Blocks of windows in windowOrder, after one unmeasured window; `loads` says which scraper runs in a kind's window. */
+async function alternate(measured: WindowedCase, loads: Readonly<Record<LoadedKind, CountedScraper>>): Promise<Block[]> {
   const blocks: Block[] = [];
   await measured.measure(performance.now() + windowMs); // warm-up
   for (let b = 0; b < blocksPerCase; b++) {
-    const block: Block = { plain: [], scraped: [], scrapedRounds: 0 };
-    for (const kind of ['plain', 'scraped', 'scraped', 'plain'] as const satisfies readonly Kind[]) {
-      if (kind === 'scraped') scraper.resume();
-      block[kind].push(await measured.measure(performance.now() + windowMs));
-      if (kind === 'scraped') {
-        const rounds = await scraper.pause();
-        fewestRoundsInAWindow = Math.min(fewestRoundsInAWindow, rounds - scrapeRoundsSoFar);
-        block.scrapedRounds += rounds - scrapeRoundsSoFar;
-        scrapeRoundsSoFar = rounds;
+    const block: Block = { windows: { plain: [], decoy: [], scraped: [] }, rounds: { decoy: 0, scraped: 0 } };
+    for (const kind of windowOrder) {
+      if (kind === 'plain') {
+        block.windows.plain.push(await measured.measure(performance.now() + windowMs));
+        continue;
       }
+      const load = loads[kind];
+      load.resume();
+      block.windows[kind].push(await measured.measure(performance.now() + windowMs));
+      const rounds = await load.pause();
+      load.fewestInAWindow = Math.min(load.fewestInAWindow, rounds);
+      block.rounds[kind] += rounds;
     }
     blocks.push(block);
   }
@@ -121,23 +143,17 @@ async function alternate(measured: WindowedCase, scraper: ScraperProcess): Promi
 }
 
 /**
- * Round trips of the scraped windows slower than their block's plain p99, beyond the 1% a plain window has, per scrape
- * round: how many round trips one round delays past the p99 (a sequential client is delayed once per event-loop turn
- * it lands behind, whatever the turn's length). The median over blocks.
+ * Round trips of a kind's windows slower than their block's plain p99, beyond the 1% a plain window has, per round of
+ * its scraper: how many round trips one round delays past the p99 (a sequential client is delayed once per event-loop
+ * turn it lands behind, whatever the turn's length). The median over blocks.
  */
-function excessSlowPerRound(blocks: readonly Block[]): number {
+function excessSlowPerRound(blocks: readonly Block[], kind: LoadedKind): number {
   return median(blocks.map((block) => {
-    const threshold = summarize(block.plain.flat()).p99;
-    const scraped = block.scraped.flat();
-    const slow = scraped.filter((sample) => sample > threshold).length;
-    return (slow - 0.01 * scraped.length) / block.scrapedRounds;
+    const threshold = summarize(block.windows.plain.flat()).p99;
+    const loaded = block.windows[kind].flat();
+    const slow = loaded.filter((sample) => sample > threshold).length;
+    return (slow - 0.01 * loaded.length) / block.rounds[kind];
   }));
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
 
 /**
@@ -145,15 +161,14 @@ function median(values: readonly number[]): number {
  * threads over a few seconds of scraping, less what the same broker spends over as long without the scraper (an idle
  * broker's timers: ~8.6 ms of event loop a second here, with or without the 1,000 queues), per round.
  */
-async function brokerCostPerRound(pid: number, scraper: ScraperProcess): Promise<string> {
+async function brokerCostPerRound(pid: number, scraper: CountedScraper): Promise<string> {
   const measuredMs = 5_000;
   const idleBefore = threadTimes(pid);
   await new Promise((resolve) => setTimeout(resolve, measuredMs));
   const before = threadTimes(pid);
   scraper.resume();
   await new Promise((resolve) => setTimeout(resolve, measuredMs));
-  const rounds = (await scraper.pause()) - scrapeRoundsSoFar;
-  scrapeRoundsSoFar += rounds;
+  const rounds = await scraper.pause();
   const after = threadTimes(pid);
   if (idleBefore === undefined || before === undefined || after === undefined || rounds === 0) return 'broker CPU per scrape round: not measured (no /proc or no round)';
   const ms = (ns: number, per: number): string => fmt(ns / per / 1e6, 1);
@@ -164,28 +179,39 @@ async function brokerCostPerRound(pid: number, scraper: ScraperProcess): Promise
     + `(idle: event loop ${ms(idleLoop, measuredMs / 1000)} ms, other threads ${ms(idleOther, measuredMs / 1000)} ms a second)`;
 }
 
+const verdict = (ratio: number): string => (Math.abs(ratio - 1) <= target ? 'PASS' : 'MISS');
+
 export async function benchScrape(): Promise<void> {
   const data = tempDir('cairn-bench-scrape-');
-  const rows: string[][] = [['row', 'plain', 'scraped', 'median block ratio', `target ±${target * 100}%`, 'block ratios (min-max)']];
-  let scrapeNote = '';
+  const rows: string[][] = [[
+    'row', 'plain', 'decoy', 'scraped',
+    'scraped/plain', `±${target * 100}%`, 'min-max',
+    'machine: decoy/plain', 'min-max',
+    'broker: scraped/decoy', `broker's share ±${target * 100}%`, 'min-max',
+  ]];
+  const scrapeNotes: string[] = [];
   const slowNotes: string[] = [];
   let costNote = '';
   try {
     const broker = await startCairnProcess(data.dir);
-    let scraper = await startScraperProcess(broker.httpPort, scrapedQueues);
-    scrapeRoundsSoFar = await scraper.pause();
-    const decoyProcess = decoy ? await startDecoyProcess(broker.httpPort) : undefined;
-    if (decoyProcess !== undefined) {
-      await scraper.stop();
-      scraper = await startScraperProcess(decoyProcess.port, 0);
-      scrapeRoundsSoFar = await scraper.pause();
-    }
+    const scraper = await CountedScraper.start(broker.httpPort, scrapedQueues);
+    // Captured once the queues are declared: the decoy serves what the broker answered then.
+    const decoy = await startDecoyProcess(broker.httpPort);
+    const decoyScraper = await CountedScraper.start(decoy.port, 0);
+    const loads = { decoy: decoyScraper, scraped: scraper };
     try {
       const port = broker.mqttPort;
-      const row = (label: string, plain: string, scraped: string, ratios: readonly number[]): void => {
-        const ratio = median(ratios);
-        rows.push([label, plain, scraped, fmt(ratio, 3), Math.abs(ratio - 1) <= target ? 'PASS' : 'MISS', `${fmt(Math.min(...ratios), 3)}-${fmt(Math.max(...ratios), 3)}`]);
+      const row = (label: string, values: Readonly<Record<WindowKind, string>>, ratios: readonly ShareRatios[]): void => {
+        const { issue, machine, broker: brokers } = summarizeShares(ratios);
+        const range = (summary: { min: number; max: number }): string => `${fmt(summary.min, 3)}-${fmt(summary.max, 3)}`;
+        rows.push([
+          label, values.plain, values.decoy, values.scraped,
+          fmt(issue.median, 3), verdict(issue.median), range(issue),
+          fmt(machine.median, 3), range(machine),
+          fmt(brokers.median, 3), verdict(brokers.median), range(brokers),
+        ]);
       };
+      const perKind = <T>(of: (kind: WindowKind) => T): Record<WindowKind, T> => ({ plain: of('plain'), decoy: of('decoy'), scraped: of('scraped') });
 
       for (const [label, open] of cases === 'throughput' ? [] : [
         ['QoS 1 seq publish, no subscriber', () => openSequentialQos1(port, 'bench/nosub')],
@@ -193,16 +219,17 @@ export async function benchScrape(): Promise<void> {
       ] as const) {
         const measured = latencyCase(label, await open());
         try {
-          const blocks = await alternate(measured, scraper);
-          const all = (kind: Kind): number[] => blocks.flatMap((block) => block[kind].flat());
-          const plain = summarize(all('plain'));
-          const scraped = summarize(all('scraped'));
+          const blocks = await alternate(measured, loads);
+          const all = (kind: WindowKind): number[] => blocks.flatMap((block) => block.windows[kind].flat());
+          const pooled = perKind((kind) => summarize(all(kind)));
           for (const quantile of ['p50', 'p99'] as const) {
-            const ratios = blocks.map((block) => summarize(block.scraped.flat())[quantile] / summarize(block.plain.flat())[quantile]);
-            row(`${label} ${quantile} (ms)`, fmt(plain[quantile], 3), fmt(scraped[quantile], 3), ratios);
+            const ratios = blocks.map((block) => shareRatios((kind) => summarize(block.windows[kind].flat())[quantile]));
+            row(`${label} ${quantile} (ms)`, perKind((kind) => fmt(pooled[kind][quantile], 3)), ratios);
           }
-          const perSecond = (kind: Kind): number => all(kind).length / (blocks.length * 2 * windowMs / 1000);
-          slowNotes.push(`${label}: ${fmt(excessSlowPerRound(blocks), 1)} round trips per scrape round slower than the plain p99 beyond its 1% (median of blocks; ${Math.round(perSecond('plain')).toLocaleString('en-US')} round trips a second plain, ${Math.round(perSecond('scraped')).toLocaleString('en-US')} scraped)`);
+          const perSecond = (kind: WindowKind): string => Math.round(all(kind).length / (blocks.length * windowOrder.filter((k) => k === kind).length * windowMs / 1000)).toLocaleString('en-US');
+          slowNotes.push(`${label}: ${fmt(excessSlowPerRound(blocks, 'scraped'), 1)} round trips per scrape round slower than the plain p99 beyond its 1% `
+            + `(decoy: ${fmt(excessSlowPerRound(blocks, 'decoy'), 1)} per decoy round; median of blocks; `
+            + `${perSecond('plain')} round trips a second plain, ${perSecond('decoy')} decoy, ${perSecond('scraped')} scraped)`);
         } finally {
           await measured.close();
         }
@@ -213,30 +240,33 @@ export async function benchScrape(): Promise<void> {
         [`QoS 1 pub->sub throughput, <= ${qos1WindowMessages} in flight end to end (msg/s)`, () => throughput(port, 'bench/tput1', 1, 0, 4, qos1WindowMessages)],
         [`QoS 1 pub->$share (${sharedMembers} members) throughput (msg/s)`, () => throughput(port, 'bench/shared1', 1, sharedMembers)],
       ] as const) {
-        const blocks = await alternate(throughputCase(label, burst), scraper);
+        const blocks = await alternate(throughputCase(label, burst), loads);
         const pooled = (windows: number[][]): number => windows.reduce((sum, [received]) => sum + received!, 0) / windows.reduce((sum, [, seconds]) => sum + seconds!, 0);
-        const all = (kind: Kind): number[][] => blocks.flatMap((block) => block[kind]);
-        const rate = (windows: number[][]): string => Math.round(pooled(windows)).toLocaleString('en-US');
-        // A throughput ratio is turned round (plain / scraped) so that > 1 means slower under the load, as for latency.
-        row(label, rate(all('plain')), rate(all('scraped')), blocks.map((block) => pooled(block.plain) / pooled(block.scraped)));
+        const all = (kind: WindowKind): number[][] => blocks.flatMap((block) => block.windows[kind]);
+        // A rate's cost is its inverse (seconds per message), so that every ratio > 1 means slower under the load, as for latency.
+        row(label, perKind((kind) => Math.round(pooled(all(kind))).toLocaleString('en-US')), blocks.map((block) => shareRatios((kind) => 1 / pooled(block.windows[kind]))));
       }
       // At the end, on a warm broker: measured first, the 5 rounds included compiling the request paths.
       if (broker.child.pid !== undefined) costNote = await brokerCostPerRound(broker.child.pid, scraper);
     } finally {
-      const totals = await scraper.stop();
-      scrapeNote = `scraper (its own process, lowest CPU priority): ${totals.rounds} rounds over ${scrapedQueues} queues (at least ${fewestRoundsInAWindow} in every scraped window) (/metrics, /metrics/per-object, /api/queues, /api/overview, console's queue list; one round a second), slowest round ${fmt(totals.slowestRoundMs, 1)} ms, ${totals.failures} failed requests`;
-      decoyProcess?.stop();
+      const requests = '(/metrics, /metrics/per-object, /api/queues, /api/overview, console\'s queue list; one round a second)';
+      const totals = await scraper.process.stop();
+      scrapeNotes.push(`scraper (its own process, lowest CPU priority): ${totals.rounds} rounds over ${scrapedQueues} queues (at least ${scraper.fewestInAWindow} in every scraped window) ${requests}, slowest round ${fmt(totals.slowestRoundMs, 1)} ms, ${totals.failures} failed requests`);
+      const decoyTotals = await decoyScraper.process.stop();
+      scrapeNotes.push(`decoy scraper (its own process, lowest CPU priority, the same requests to the decoy's captured answers): ${decoyTotals.rounds} rounds (at least ${decoyScraper.fewestInAWindow} in every decoy window), slowest round ${fmt(decoyTotals.slowestRoundMs, 1)} ms, ${decoyTotals.failures} failed requests`);
+      decoy.stop();
       await broker.stop();
     }
   } finally {
     data.remove();
   }
-  if (decoy) console.log('DECOY: the scraper GETs the same bytes from a decoy process, not from the broker (the machine\'s part of the overhead; not the target).');
-  console.log(`MQTT rows with and without a monitoring load: ${blocksPerCase} blocks per row of four ${windowMs / 1000} s windows (plain, scraped, scraped, plain) after one unmeasured window; throughput in bursts of ${throughputCount} x 100 B.`);
+  console.log(`MQTT rows with and without a monitoring load: ${blocksPerCase} blocks per row of six ${windowMs / 1000} s windows (${windowOrder.join(', ')}) after one unmeasured window; throughput in bursts of ${throughputCount} x 100 B.`);
   printTable(rows);
   for (const note of slowNotes) console.log(note);
   console.log(costNote);
   for (const [label, { published, received }] of deliveredOf) console.log(`${label}: received ${received.toLocaleString('en-US')} of ${published.toLocaleString('en-US')} published`);
-  console.log(scrapeNote);
-  console.log('Each block gives one ratio, scraped against plain (latency: scraped / plain; throughput: plain / scraped), so > 1 always means the load slowed Cairn down; a row passes when the median of its blocks\' ratios is within the target. plain and scraped pool every window of their kind.');
+  for (const note of scrapeNotes) console.log(note);
+  console.log('Each block gives three ratios (latency: the loaded kind\'s / the lighter kind\'s; throughput: the lighter kind\'s / the loaded kind\'s), so > 1 always means the load slowed Cairn down: '
+    + 'scraped/plain, the issue\'s question; decoy/plain, the machine\'s part (the scraper\'s own CPU and loopback copies, the broker answering nothing); scraped/decoy, the broker\'s part. '
+    + 'A verdict passes when the median of its blocks\' ratios is within the target. plain, decoy and scraped pool every window of their kind.');
 }
