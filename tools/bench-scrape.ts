@@ -41,7 +41,7 @@ const target = 0.05;
 /** CAIRN_BENCH_SCRAPE_CASES=latency or throughput runs only those rows (decomposition; the target is all of them). */
 const cases = process.env['CAIRN_BENCH_SCRAPE_CASES'] ?? 'all';
 /**
- * The QoS 1 pub->sub row's publisher keeps at most this many messages published and not yet received: a clean
+ * The QoS 1 rows' publishers (pub->sub and $share) keep at most this many messages published and not yet received: a clean
  * session holds at most 4,096 queued messages and drops the oldest past that, and a row whose windows dropped
  * (1 to 25% of them, varying) measured the drops, not the broker (its block ratios ranged 0.56-1.25).
  */
@@ -238,7 +238,7 @@ export async function benchScrape(): Promise<void> {
       for (const [label, burst] of cases === 'latency' ? [] : [
         ['QoS 0 pub->sub throughput (msg/s)', () => throughput(port, 'bench/tput0', 0)],
         [`QoS 1 pub->sub throughput, <= ${qos1WindowMessages} in flight end to end (msg/s)`, () => throughput(port, 'bench/tput1', 1, 0, 4, qos1WindowMessages)],
-        [`QoS 1 pub->$share (${sharedMembers} members) throughput (msg/s)`, () => throughput(port, 'bench/shared1', 1, sharedMembers)],
+        [`QoS 1 pub->$share (${sharedMembers} members) throughput, <= ${qos1WindowMessages} in flight end to end (msg/s)`, () => throughput(port, 'bench/shared1', 1, sharedMembers, 4, qos1WindowMessages)],
       ] as const) {
         const blocks = await alternate(throughputCase(label, burst), loads);
         const pooled = (windows: number[][]): number => windows.reduce((sum, [received]) => sum + received!, 0) / windows.reduce((sum, [, seconds]) => sum + seconds!, 0);
