@@ -13,6 +13,7 @@
  * library, so the bytes are always the library's. test/property/body-encoder
  * checks that on random values.
  */
+import { writeAsciiPrefix } from '../utf8-bytes.js';
 
 /** Returned when the body uses something this encoder leaves to @msgpack/msgpack. */
 export const unsupported = -1;
@@ -145,13 +146,9 @@ function encodeString(value: string): void {
   const length = value.length;
   writeStringHeader(length);
   room(length);
-  for (let i = 0; i < length; i++) {
-    const code = value.charCodeAt(i);
-    if (code >= 0x80) {
-      position = start;
-      return encodeUtf8String(value);
-    }
-    bytes[position + i] = code;
+  if (writeAsciiPrefix(bytes, position, value) < length) {
+    position = start;
+    return encodeUtf8String(value);
   }
   position += length;
 }

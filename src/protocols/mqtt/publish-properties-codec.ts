@@ -20,7 +20,7 @@
  * gives an array of values), so the two decoders stay interchangeable.
  */
 import type { IPublishPacket } from 'mqtt-packet';
-import { utf8Length, writeUtf8 } from './short-utf8.js';
+import { utf8Length, writeUtf8 } from '../../utf8-bytes.js';
 
 export type PublishPacketProperties = NonNullable<IPublishPacket['properties']>;
 
