@@ -505,6 +505,7 @@ export class AmqpCoreImpl implements AmqpCore {
     this.leases.end(queue);
     for (const exchange of this.context.exchanges.values()) exchange.unbindDestination(queueDestination(queue.name));
     for (const consumer of [...queue.consumers]) consumer.cancelledByBroker();
+    queue.release();
     if (!queue.durable) return undefined;
     return this.context.committer.commit([record('queue', { n: queue.name, op: 'delete' })] as PendingRecord[]);
   }

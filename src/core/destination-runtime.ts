@@ -73,6 +73,15 @@ export class DestinationRuntime<M, Taken extends EntryView<M> = EntryView<M>> {
     this.ready.insert(entry.seq, entry.lsn, entry.size, entry.flags | EntryFlag.redelivered, entry.held, entry.deliveries + 1);
   }
 
+  /**
+   * Deleted: its messages are let go at once. Something may hold the destination a while longer (the HTTP API keeps
+   * its last queue lists until the next), and a deleted queue's transient messages are their bodies.
+   */
+  release(): void {
+    this.ready.release();
+    this.unacked.clear();
+  }
+
   /** The drop-oldest bound: the oldest ready entries, taken off until one more of `size` bytes fits (ready count below `messagesMax`, ready bytes within `bytesMax`). */
   dropOldest(messagesMax: number, bytesMax: number, size: number): Array<EntryView<M>> {
     if (this.ready.size < messagesMax && this.ready.bytes + size <= bytesMax) return nothingDropped;

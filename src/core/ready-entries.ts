@@ -31,8 +31,8 @@ import { assert } from '../assert.js';
 
 export class ReadyEntries<M> {
   private cursor = 0;
-  private readonly extra = new EntryQueue<M>();
-  private readonly tail = new EntryQueue<M>();
+  private extra = new EntryQueue<M>();
+  private tail = new EntryQueue<M>();
   /** Projection entries above the cursor (all ready). */
   private aboveCursor = 0;
   private aboveCursorBytes = 0;
@@ -46,7 +46,7 @@ export class ReadyEntries<M> {
 
   constructor(
     /** The projection of a durable destination; undefined: a list of its own (everything in `extra`). */
-    private readonly durable: DestinationState | undefined,
+    private durable: DestinationState | undefined,
     /** A message the projection holds itself (read from a format-1 snapshot), as a consumer sees it. */
     private readonly heldMessage: (message: StoredMessage) => M,
   ) {
@@ -112,6 +112,19 @@ export class ReadyEntries<M> {
     const all: EntryView<M>[] = [];
     for (let view = this.shift(); view !== undefined; view = this.shift()) all.push(view);
     return all;
+  }
+
+  /**
+   * The destination is deleted: every entry is let go at once, not taken one by one (a purge's cost), and the
+   * projection's state with them; the list is empty from now on.
+   */
+  release(): void {
+    this.durable = undefined;
+    this.extra = new EntryQueue<M>();
+    this.tail = new EntryQueue<M>();
+    this.aboveCursor = 0;
+    this.aboveCursorBytes = 0;
+    this.shown = undefined;
   }
 
   /** The head, its place in headSource; a view is made of the head only (every delivery looks at it). */
