@@ -85,6 +85,14 @@ export class SessionDelivery {
     private readonly clock: () => number = Date.now,
   ) {}
 
+  /**
+   * The time a delivery of a message with `stored` properties is judged at (expired? what is left of its interval?).
+   * Only an expiry reads the clock (a call into the runtime, per delivery); without one, 0, which nothing reads.
+   */
+  deliveryTime(stored: MessageProperties | undefined): number {
+    return stored?.expiresAt === undefined ? 0 : this.clock();
+  }
+
   /** Send as much of the queue as the window allows. */
   pump(session: SessionRuntime): void {
     const link = session.link;
@@ -101,8 +109,7 @@ export class SessionDelivery {
       session.ready.take(entry);
       const topic = mqttTopicOf(message);
       const stored = mqttPropertiesOf(message);
-      // Only an expiry reads the clock (a call into the runtime, per delivery).
-      const now = stored?.expiresAt === undefined ? 0 : this.clock();
+      const now = this.deliveryTime(stored);
       const unsent = unsendable(session.reader, topic, stored, now);
       if (unsent !== undefined) {
         this.dropQueued(session, seq, unsent);
@@ -195,8 +202,7 @@ export class SessionDelivery {
   sendDirect(session: SessionRuntime, message: StoredMessage, onSubscribe: boolean, group?: string): void {
     if (!session.link) return;
     const stored = mqttPropertiesOf(message);
-    // Only an expiry reads the clock (a call into the runtime, per delivery).
-    const properties = outgoingPropertiesOf(stored, stored?.expiresAt === undefined ? 0 : this.clock());
+    const properties = outgoingPropertiesOf(stored, this.deliveryTime(stored));
     const topic = mqttTopicOf(message);
     const { retain, subscriptionIdentifiers } = group === undefined
       ? deliveryFlagsOf(session.state, message, topic, onSubscribe)

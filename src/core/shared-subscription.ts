@@ -275,8 +275,7 @@ export class SharedSubscriptions {
     const durable = isDurableEntry(entry);
     const topic = mqttTopicOf(message);
     const stored = mqttPropertiesOf(message);
-    // Only an expiry reads the clock (a call into the runtime, per delivery).
-    const now = stored?.expiresAt === undefined ? 0 : this.context.committer.now();
+    const now = this.context.delivery.deliveryTime(stored);
     const unsent = unsendable(member.reader, topic, stored, now);
     if (unsent !== undefined) {
       // Dropped unsent, recorded, as from a session's queue.
