@@ -10,12 +10,12 @@
  * interruption: a client with one round trip outstanding (a sequential
  * publisher) that lands behind a slice waits for it, whatever its length, so
  * the slowest 1% of its round trips count the slices, not their lengths,
- * once a slice outlasts the gap between its p50 and p99 (~0.09 ms for a
- * QoS 1 round trip with no subscriber). A durable round trip's gap is about
- * 0.9 ms: slices of 0.5 ms are few (a scrape round of 1,000 queues takes
- * ~12 turns, against ~23 with 0.15 ms slices, strace's count of epoll_wait)
- * and still shorter than that. A turn also costs the loop a poll of its
- * sockets and a few promise steps. Renderers are generators that yield every
+ * once a slice outlasts the gap between its p50 and p99. So slices are
+ * short, shorter than that gap for a sequential publisher under a scrape
+ * (the scrape bench's no-subscriber row): a scrape then adds at most about
+ * sliceMs to any one round trip. Each turn costs the loop a poll of its
+ * sockets and a few promise steps, so shorter slices cost a round a little
+ * more loop time. Renderers are generators that yield every
  * itemsPerCheck items, where the clock is read; the same generator run to its
  * end in one go (renderAtOnce) writes the same bytes, so slicing can never
  * change an answer. The figures an answer shows are read before its first
@@ -23,7 +23,7 @@
  */
 
 /** How long one slice may hold the event loop (ms) before the rest waits for the next turn. */
-export const sliceMs = 0.5;
+export const sliceMs = 0.2;
 /** Items (queue objects, series lines) a renderer writes between two looks at the clock. */
 export const itemsPerCheck = 32;
 

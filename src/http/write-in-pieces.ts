@@ -21,11 +21,11 @@ export interface PieceSink {
 }
 
 /**
- * Bytes per write: the kernel's copy of this much into a loopback socket takes ~0.4 ms, about one slice of a rendered
- * answer (answer-slices.ts: each piece is one more interruption of the other clients, so pieces are as large as a
- * slice is long).
+ * Bytes per write: the kernel's copy of this much into a loopback socket takes about as long as one slice of a
+ * rendered answer (answer-slices.ts: each piece is one more interruption of the other clients, so pieces are as
+ * large as a slice is long).
  */
-export const writePieceBytesMax = 128 * 1024;
+export const writePieceBytesMax = 64 * 1024;
 
 export function writeInPieces(response: PieceSink, bytes: Buffer, pieceBytesMax = writePieceBytesMax): void {
   let at = 0;
