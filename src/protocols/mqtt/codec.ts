@@ -321,4 +321,3 @@ function topicBytesOf(topic: string): Buffer {
   }
   return lastTopicBytes;
 }
-
