@@ -11,13 +11,15 @@
  *     subscriber (clean=false, subscribed at QoS 1, then disconnected: the
  *     durable path); the no-subscriber case also on a bare Node server that
  *     only answers (bare-puback-server.ts, read through 'data' events and
- *     directly), alternating with the brokers: the floor of any Node broker
- *     on this machine, beside each server's event-loop CPU per round trip;
- *     the durable case also on a bare Node server that syncs each PUBLISH
- *     (one O_DSYNC pwrite) before its PUBACK: the floor of a durable round
- *     trip from Node on this machine, the VM's wake-ups included, with the
- *     durable target's ratio worked out for it too (against the bare direct
- *     server's round trip);
+ *     directly) and on a bare C one (bare-puback-server.c, compiled here
+ *     with `cc`; without one its rows say so), alternating with the
+ *     brokers: the floor of any Node broker, and of any server, on this
+ *     machine, beside each server's CPU per round trip; the durable case
+ *     also on a bare Node and a bare C server that sync each PUBLISH (one
+ *     O_DSYNC pwrite) before its PUBACK: the floor of a durable round trip
+ *     from Node and from C on this machine, the VM's wake-ups included, with
+ *     the durable target's ratio worked out for each (against its own
+ *     no-subscriber round trip): the C one's says what the machine allows;
  *   - QoS 0 and QoS 1 throughput publisher → live clean subscriber
  *     (20,000 messages of 100 B, counted at the subscriber; median of three
  *     after one unmeasured run), and QoS 1 publisher → a shared subscription
@@ -53,6 +55,7 @@ import { readStageReport, stageRows, stageTimingEnvironment } from './bench-stag
 import type { StageReport } from '../src/stage-timing.js';
 import { startCairnProcess, stopChild, type CairnProcess } from './cairn-process.js';
 import type { BareReadMode } from './bare-puback-server.js';
+import { compileBareCServer, startBareServerProcess, type BareServerProcess } from './bare-server-process.js';
 import { fanOut, fanOutCell, fanOutMessages, fanOutSubscribers, fanOutWindowMessages, type FanOut } from './bench-mqtt-fanout.js';
 
 const payload = Buffer.alloc(100, 0x61);
@@ -155,28 +158,52 @@ async function startMosquitto(dir: string): Promise<BenchServer & { stop(): Prom
   return { port, pid: child.pid, stop: () => stopChild(child, exited) };
 }
 
-// ---- the bare Node floor (bare-puback-server.ts) ----------------------------
+// ---- the bare floors (bare-puback-server.ts, bare-puback-server.c) ---------
 
-/** What the bare server's two variants are called in the table. */
-const bareModes = [['data', "'data' events and socket.write"], ['direct', 'direct reads and writes as Cairn (socket-reads.ts, socket-writes.ts)']] as const;
+/** A bare server in the table: its label, and the process (undefined: not measured, and `why` says why). */
+interface BareServer {
+  /** What it is and how it works, for its latency row; `name` is short, for the target rows. */
+  readonly label: string;
+  readonly name: string;
+  readonly server: BareServerProcess | undefined;
+  readonly why?: string;
+  /** A durable one's no-subscriber counterpart (the same server without the write), for the durable target. */
+  readonly nonDurable?: BareServer;
+}
+
+/** The Node bare server's two ways of reading and writing. */
+const bareNodeModes = [['data', "'data' events and socket.write"], ['direct', 'direct reads and writes as Cairn (socket-reads.ts, socket-writes.ts)']] as const;
+
+/** `bare-puback-server.js mode` (`durable FILE` with `durableFile`) as its own process. */
+function startBareNodeServer(mode: BareReadMode | 'durable', durableFile?: string): Promise<BareServerProcess> {
+  return startBareServerProcess(process.execPath, [join(import.meta.dirname, 'bare-puback-server.js'), mode, ...(durableFile === undefined ? [] : [durableFile])]);
+}
 
 /**
- * Starts `bare-puback-server.js mode` as its own process (`durable FILE` with `durableFile`); its port from the line
- * it prints.
+ * Starts every bare server: the no-subscriber ones (bareNodeModes, then C) and the durable ones (Node, then C), each
+ * durable one writing to its own file in `dir`; the C ones only if bare-puback-server.c compiles here. Each process
+ * goes into `started` as soon as it runs, for the caller to stop.
  */
-async function startBareServer(mode: BareReadMode | 'durable', durableFile?: string): Promise<{ port: number; pid: number | undefined; stop(): Promise<void> }> {
-  const args = durableFile === undefined ? [mode] : [mode, durableFile];
-  const child = spawn(process.execPath, [join(import.meta.dirname, 'bare-puback-server.js'), ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const exited = new Promise<void>((done) => child.once('exit', () => done()));
-  const line = await new Promise<string>((resolvePromise, reject) => {
-    let buffered = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString();
-      if (buffered.includes('\n')) resolvePromise(buffered.slice(0, buffered.indexOf('\n')));
-    });
-    child.once('exit', (code) => reject(new Error(`bare-puback-server ${mode} exited with ${code} before it was ready`)));
-  });
-  return { port: (JSON.parse(line) as { port: number }).port, pid: child.pid, stop: () => stopChild(child, exited) };
+async function startBareServers(dir: string, started: BareServerProcess[]): Promise<{ noSub: BareServer[]; durable: BareServer[] }> {
+  const start = async (running: Promise<BareServerProcess>): Promise<BareServerProcess> => {
+    started.push(await running);
+    return started.at(-1)!;
+  };
+  const noSub: BareServer[] = [];
+  for (const [mode, how] of bareNodeModes) noSub.push({ label: `bare Node PUBACK server, ${how}`, name: `bare Node ${mode}`, server: await start(startBareNodeServer(mode)) });
+  const durable: BareServer[] = [{
+    label: 'bare durable Node server (one O_DSYNC pwrite per PUBLISH on the event loop, then PUBACK)',
+    name: 'bare durable Node',
+    server: await start(startBareNodeServer('durable', join(dir, 'node-publishes'))),
+    nonDurable: noSub[bareNodeModes.findIndex(([mode]) => mode === 'direct')]!,
+  }];
+  const build = compileBareCServer(dir);
+  const startC = async (label: string, name: string, args: readonly string[]): Promise<BareServer> =>
+    ('notMeasured' in build ? { label, name, server: undefined, why: build.notMeasured } : { label, name, server: await start(startBareServerProcess(build.binary, args)) });
+  const cNoSub = await startC('bare C server (blocking read and send, a thread per connection)', 'bare C', ['nosub']);
+  noSub.push(cNoSub);
+  durable.push({ ...await startC('bare durable C server (one O_DSYNC pwrite per PUBLISH, then PUBACK)', 'bare durable C', ['durable', join(dir, 'c-publishes')]), nonDurable: cNoSub });
+  return { noSub, durable };
 }
 
 // ---- MQTT cases --------------------------------------------------------------
@@ -341,18 +368,24 @@ interface MqttRun {
   /** Cairn's thread times in its two latency cases (no subscriber, offline subscriber). */
   readonly cairnThreads: readonly [TimedCase, TimedCase];
   readonly results: MqttResults[];
-  /** The no-subscriber case on each bare server, in the order given, with its thread times; and the other brokers' thread times in it. */
-  readonly bare: readonly { readonly noSub: LatencySummary; readonly threads: TimedCase }[];
-  /** The durable case on the bare durable server (every QoS 1 PUBLISH synced before its PUBACK). */
-  readonly bareDurable: LatencySummary;
+  /**
+   * Each measured bare server's case (the no-subscriber one, or on a durable server, where every QoS 1 PUBLISH is
+   * synced before its PUBACK, the durable one) with its thread times.
+   */
+  readonly bare: ReadonlyMap<BareServer, BareResult>;
+  /** The brokers' thread times in the no-subscriber case. */
   readonly brokerNoSubThreads: readonly TimedCase[];
 }
 
+/** A bare server's latency case and its thread times. */
+interface BareResult { readonly latency: LatencySummary; readonly threads: TimedCase }
+
 /**
  * Every case on every broker (brokers[0] is Cairn), alternating between them; results in the same order.
- * The bare servers take part in the no-subscriber case only, alternating with the brokers.
+ * The bare servers take part in the latency cases only, alternating with the brokers: the no-subscriber ones in the
+ * no-subscriber case, the durable ones in the offline-subscriber case.
  */
-async function runCases(brokers: readonly BenchServer[], bareServers: readonly BenchServer[], bareDurable: BenchServer): Promise<MqttRun> {
+async function runCases(brokers: readonly BenchServer[], bare: { readonly noSub: readonly BareServer[]; readonly durable: readonly BareServer[] }): Promise<MqttRun> {
   const ports = brokers.map((broker) => broker.port);
   const timed = (server: BenchServer, open: () => Promise<RoundTripCase>, into: TimedCase[]) => async (): Promise<RoundTripCase> => {
     const timedOne = timedCase(server.pid, await open());
@@ -362,18 +395,26 @@ async function runCases(brokers: readonly BenchServer[], bareServers: readonly B
   const noSubThreads: TimedCase[] = [];
   const offlineThreads: TimedCase[] = [];
   const bareThreads: TimedCase[] = [];
+  const bareNoSub = bare.noSub.filter((server) => server.server !== undefined);
+  const bareDurable = bare.durable.filter((server) => server.server !== undefined);
+  const bareOpeners = (servers: readonly BareServer[], topic: string) =>
+    servers.map(({ server }) => timed(server!, () => openSequentialQos1(server!.port, topic), bareThreads));
   const openers = [
     ...rawDiskOpeners,
     ...brokers.map((broker) => timed(broker, () => openSequentialQos1(broker.port, 'bench/nosub'), noSubThreads)),
-    ...bareServers.map((server) => timed(server, () => openSequentialQos1(server.port, 'bench/nosub'), bareThreads)),
+    ...bareOpeners(bareNoSub, 'bench/nosub'),
     timed(brokers[0]!, () => openOfflineSubscriberQos1(brokers[0]!.port, 'bench/offline'), offlineThreads),
     ...brokers.slice(1).map((broker) => () => openOfflineSubscriberQos1(broker.port, 'bench/offline')),
-    () => openSequentialQos1(bareDurable.port, 'bench/offline'),
+    ...bareOpeners(bareDurable, 'bench/offline'),
   ];
   const [rawOnCallingThread, rawViaPool, ...latencies] = await interleavedCases('QoS 1 sequential, no subscriber and offline subscriber', openers, latencyCount);
   const noSubs = latencies.slice(0, brokers.length);
-  const bareNoSubs = latencies.slice(brokers.length, brokers.length + bareServers.length);
-  const offlines = latencies.slice(brokers.length + bareServers.length, -1);
+  const bareNoSubs = latencies.slice(brokers.length, brokers.length + bareNoSub.length);
+  const offlines = latencies.slice(brokers.length + bareNoSub.length, 2 * brokers.length + bareNoSub.length);
+  const bareDurables = latencies.slice(2 * brokers.length + bareNoSub.length);
+  // Opened in this order, so bareThreads is in it too.
+  const bareLatencies = [...bareNoSubs, ...bareDurables];
+  const bareResults = new Map([...bareNoSub, ...bareDurable].map((server, i) => [server, { latency: bareLatencies[i]!, threads: bareThreads[i]! }]));
   const measured = (label: string, run: (port: number) => Promise<Throughput>): Promise<Throughput[]> =>
     medianRuns(label, brokers, (broker) => withCpuTimes(broker.pid, () => run(broker.port)));
   const qos0 = await measured('QoS 0 throughput', (port) => throughput(port, 'bench/tput0', 0));
@@ -392,8 +433,7 @@ async function runCases(brokers: readonly BenchServer[], bareServers: readonly B
     raw: [rawOnCallingThread!, rawViaPool!],
     cairnThreads: [noSubThreads[0]!, offlineThreads[0]!],
     results,
-    bare: bareNoSubs.map((noSub, i) => ({ noSub: noSub!, threads: bareThreads[i]! })),
-    bareDurable: latencies.at(-1)!,
+    bare: bareResults,
     brokerNoSubThreads: noSubThreads,
   };
 }
@@ -402,12 +442,13 @@ export async function benchMqtt(): Promise<void> {
   let raw: MqttRun['raw'];
   let cairnThreads: MqttRun['cairnThreads'];
   let bare: MqttRun['bare'];
-  let bareDurable: MqttRun['bareDurable'];
+  let bareServers: Awaited<ReturnType<typeof startBareServers>>;
   let brokerNoSubThreads: MqttRun['brokerNoSubThreads'];
   let stages: StageReport | undefined;
 
   const cairnData = tempDir('cairn-bench-mqtt-');
-  const bareDurableDir = tempDir('cairn-bench-bare-durable-');
+  // The bare servers' files: the durable ones' publishes, and the compiled C server.
+  const bareDir = tempDir('cairn-bench-bare-');
   const stageDir = tempDir('cairn-bench-stages-');
   const stageTiming = stageTimingEnvironment(stageDir.dir);
   const mosquittoDir = tempDir('cairn-bench-mosquitto-');
@@ -420,30 +461,27 @@ export async function benchMqtt(): Promise<void> {
     // The measured broker runs without stage timing: its marks cost ~6,000 instructions per round trip (a quarter of one).
     const broker = await startCairn(cairnData.dir);
     let other: (BenchServer & { stop(): Promise<void> }) | undefined;
-    const bareServers: Array<BenchServer & { stop(): Promise<void> }> = [];
+    const bareProcesses: BareServerProcess[] = [];
     try {
       if (commandExists('mosquitto')) other = await startMosquitto(mosquittoDir.dir);
-      for (const [mode] of bareModes) bareServers.push(await startBareServer(mode));
-      const bareDurableServer = await startBareServer('durable', join(bareDurableDir.dir, 'publishes'));
-      bareServers.push(bareDurableServer);
+      bareServers = await startBareServers(bareDir.dir, bareProcesses);
       const cairnServer = { port: broker.mqttPort, pid: broker.child.pid };
-      const measured = await runCases(other === undefined ? [cairnServer] : [cairnServer, other], bareServers.slice(0, bareModes.length), bareDurableServer);
+      const measured = await runCases(other === undefined ? [cairnServer] : [cairnServer, other], bareServers);
       raw = measured.raw;
       cairnThreads = measured.cairnThreads;
       bare = measured.bare;
-      bareDurable = measured.bareDurable;
       brokerNoSubThreads = measured.brokerNoSubThreads;
       [cairn, mosquitto] = measured.results as [MqttResults, MqttResults | undefined];
     } finally {
       await broker.stop();
       await other?.stop();
-      for (const server of bareServers) await server.stop();
+      for (const server of bareProcesses) await server.stop();
     }
     stages = await stagesOfSequentialCases(join(stageDir.dir, 'data'), stageTiming.env, stageTiming.file);
   } finally {
     stageDir.remove();
     cairnData.remove();
-    bareDurableDir.remove();
+    bareDir.remove();
     mosquittoDir.remove();
   }
 
@@ -460,30 +498,42 @@ export async function benchMqtt(): Promise<void> {
   };
   latencyRow('QoS 1 seq publish, no subscriber p50', (r) => r.noSub.p50);
   latencyRow('QoS 1 seq publish, no subscriber p99', (r) => r.noSub.p99);
-  // The floor: a bare Node server that only answers (bare-puback-server.ts), same client, alternating with the brokers.
-  for (const [i, [, how]] of bareModes.entries()) {
-    const noSub = bare[i]!.noSub;
-    rows.push([`  the same on a bare Node PUBACK server, ${how}: p50 / p99`, `${ms(noSub.p50)} / ${ms(noSub.p99)}`, '', `${ratio(noSub.p50, mosquitto?.noSub.p50)} / ${ratio(noSub.p99, mosquitto?.noSub.p99)}`]);
+  // The floors: bare servers that only answer (Node: bare-puback-server.ts, C: bare-puback-server.c), same client,
+  // alternating with the brokers; the C one's gap to the Node one is Node's.
+  const bareRow = (server: BareServer, labelEnd: string, cells: (latency: LatencySummary) => [string, string]): void => {
+    const result = bare.get(server);
+    if (result === undefined) {
+      rows.push([`  the same on a ${server.label}: p50 / p99`, `not measured: ${server.why ?? 'unknown'}`, '', '']);
+      return;
+    }
+    const [value, against] = cells(result.latency);
+    rows.push([`  the same on a ${server.label}: p50 / p99${labelEnd}`, value, '', against]);
+  };
+  for (const server of bareServers.noSub) {
+    bareRow(server, '', ({ p50, p99 }) => [`${ms(p50)} / ${ms(p99)}`, `${ratio(p50, mosquitto?.noSub.p50)} / ${ratio(p99, mosquitto?.noSub.p99)}`]);
   }
-  const loopCpu = (threads: TimedCase): string => {
+  const cpu = (server: BareServer, pick: (times: NonNullable<ReturnType<TimedCase['perRoundTrip']>>) => number): string => {
+    const times = bare.get(server)?.threads.perRoundTrip();
+    return times === undefined ? '-' : `${fmt(pick(times), 1)} us`;
+  };
+  const brokerLoopCpu = (threads: TimedCase): string => {
     const times = threads.perRoundTrip();
     return times === undefined ? '-' : `${fmt(times.loopRunUs, 1)} us`;
   };
+  const [bareData, bareDirect, bareC] = bareServers.noSub;
   rows.push([
-    `  event loop (main thread) CPU per no-subscriber round trip: Cairn | bare 'data' | bare direct`,
-    [brokerNoSubThreads[0]!, ...bare.map((b) => b.threads)].map(loopCpu).join(' | '),
-    brokerNoSubThreads[1] === undefined ? 'skipped' : loopCpu(brokerNoSubThreads[1]),
+    `  CPU per no-subscriber round trip, event loop (main thread): Cairn | bare Node 'data' | bare Node direct; every thread: bare C`,
+    `${[brokerLoopCpu(brokerNoSubThreads[0]!), cpu(bareData!, (t) => t.loopRunUs), cpu(bareDirect!, (t) => t.loopRunUs)].join(' | ')}; ${cpu(bareC!, (t) => t.loopRunUs + t.otherRunUs)}`,
+    brokerNoSubThreads[1] === undefined ? 'skipped' : brokerLoopCpu(brokerNoSubThreads[1]),
     '',
   ]);
   latencyRow('QoS 1 seq publish, offline persistent sub p50', (r) => r.offline.p50);
   latencyRow('QoS 1 seq publish, offline persistent sub p99', (r) => r.offline.p99);
-  // The durable floor: the same client's publishes to a bare Node server that syncs each one (one O_DSYNC pwrite on
-  // the event loop) before its PUBACK, alternating with the brokers' durable case.
-  rows.push([
-    '  the same on a bare durable Node server (one O_DSYNC pwrite per PUBLISH on the event loop, then PUBACK): p50 / p99; Cairn / bare',
-    `${ms(bareDurable.p50)} / ${ms(bareDurable.p99)}; ${ratio(cairn.offline.p50, bareDurable.p50)} / ${ratio(cairn.offline.p99, bareDurable.p99)}`,
-    '', '',
-  ]);
+  // The durable floors: the same client's publishes to bare servers that sync each one (one O_DSYNC pwrite) before
+  // its PUBACK, alternating with the brokers' durable case.
+  for (const server of bareServers.durable) {
+    bareRow(server, '; Cairn / bare', ({ p50, p99 }) => [`${ms(p50)} / ${ms(p99)}; ${ratio(cairn.offline.p50, p50)} / ${ratio(cairn.offline.p99, p99)}`, '']);
+  }
   const throughputRow = (label: string, pick: (r: MqttResults) => Throughput): void => {
     rows.push([label, rate(pick(cairn)), mosquitto ? rate(pick(mosquitto)) : 'skipped', ratio(pick(cairn).rate, mosquitto && pick(mosquitto).rate)]);
   };
@@ -501,11 +551,18 @@ export async function benchMqtt(): Promise<void> {
   fanOutRow(`QoS 0 ${fanOutLabel}`, (r) => r.fanOut0);
   fanOutRow(`QoS 1 ${fanOutLabel}`, (r) => r.fanOut1);
   for (const [label, value] of durableTargetRows(raw, cairn.noSub, cairn.offline)) rows.push([`${label} (no sub / offline sub)`, value, '', '']);
-  // The same target for the bare durable server against the bare direct server's round trip: what this machine
-  // allows a Node server that does nothing but the O_DSYNC write and the PUBACK (a KVM guest's idle-vCPU wake-ups).
-  const bareDirect = bare[bareModes.findIndex(([mode]) => mode === 'direct')]!.noSub;
-  const [bareOverhead] = durableTargetRows(raw, bareDirect, bareDurable);
-  rows.push([`  the same for the bare durable server (no sub: the bare direct server)`, bareOverhead![1], '', '']);
+  // The same target for each bare durable server against its no-subscriber counterpart's round trip: what this
+  // machine allows a server that does nothing but the O_DSYNC write and the PUBACK, in Node and in C.
+  for (const server of bareServers.durable) {
+    const durable = bare.get(server);
+    const nonDurable = server.nonDurable === undefined ? undefined : bare.get(server.nonDurable);
+    const name = `${server.name} / ${server.nonDurable?.name ?? '-'}`;
+    if (durable === undefined || nonDurable === undefined) {
+      rows.push([`  the same, ${name}`, `not measured: ${server.why ?? 'unknown'}`, '', '']);
+      continue;
+    }
+    for (const [label, value] of durableTargetRows(raw, nonDurable.latency, durable.latency)) rows.push([`  ${label}, ${name}`, value, '', '']);
+  }
   for (const [label, value] of threadTimeRow('Cairn, no subscriber', cairnThreads[0].perRoundTrip())) rows.push([label, value, '', '']);
   for (const [label, value] of threadTimeRow('Cairn, offline persistent sub', cairnThreads[1].perRoundTrip())) rows.push([label, value, '', '']);
 

@@ -8,6 +8,7 @@
 #   chromium (web console, headless via playwright)    chromium
 #   paho-mqtt (MQTT 5 check from Python)               python3-paho-mqtt
 #   nats-server (the JetStream log's 3-node cluster)   nats-server
+#   cc and the C headers (the bench's bare C server)   gcc libc6-dev
 # Only the tools are used, so neither service may start: a policy-rc.d that
 # answers 101 ("not allowed") keeps invoke-rc.d from starting them.
 set -euo pipefail
@@ -19,6 +20,8 @@ apt_packages=()
 [ -x /usr/bin/chromium ] || apt_packages+=(chromium)
 /usr/bin/python3 -c 'import paho.mqtt.client' 2>/dev/null || apt_packages+=(python3-paho-mqtt)
 { [ -x /usr/sbin/nats-server ] || command -v nats-server; } >/dev/null || apt_packages+=(nats-server)
+# gcc only recommends libc6-dev (stdio.h and the rest), and recommends are not installed here.
+{ command -v cc && [ -e /usr/include/stdio.h ]; } >/dev/null || apt_packages+=(gcc libc6-dev)
 [ ${#apt_packages[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then

@@ -6,12 +6,12 @@
  * PUBLISH in its file by the time the PUBACK arrives.
  */
 import { readFileSync } from 'node:fs';
-import { connect as connectTcp } from 'node:net';
 import { join } from 'node:path';
 import mqtt from 'mqtt';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startBarePubackServer } from '../../tools/bare-puback-server.js';
-import { tempDirectory, until } from '../support/kit.js';
+import { splitPublishAnswer, splitPublishExchange } from '../support/bare-puback-exchange.js';
+import { tempDirectory } from '../support/kit.js';
 
 const cleanups: Array<() => void> = [];
 afterEach(() => {
@@ -31,22 +31,8 @@ describe.each(['data', 'direct'] as const)('bare PUBACK server, %s reads', (mode
 
   it('answers a PUBLISH split across reads and a PINGREQ with the right packets', async () => {
     const server = await startBarePubackServer(mode);
-    const socket = connectTcp(server.port, '127.0.0.1');
-    socket.setNoDelay(true);
-    const received: number[] = [];
-    socket.on('data', (chunk: Buffer) => received.push(...chunk));
-    cleanups.push(() => { socket.destroy(); server.close(); });
-    const connectPacket = Buffer.from([0x10, 0x0d, 0x00, 0x04, 0x4d, 0x51, 0x54, 0x54, 0x04, 0x02, 0x00, 0x3c, 0x00, 0x01, 0x62]);
-    socket.write(connectPacket);
-    await until(() => received.length >= 4, 'CONNACK');
-    // PUBLISH QoS 1, topic "t", packet id 0x1234, payload "x": written in two parts, the split inside the remaining length's header.
-    const publish = Buffer.from([0x32, 0x06, 0x00, 0x01, 0x74, 0x12, 0x34, 0x78]);
-    socket.write(publish.subarray(0, 1));
-    await new Promise((resolve) => setImmediate(resolve));
-    socket.write(publish.subarray(1));
-    socket.write(Buffer.from([0xc0, 0x00]));
-    await until(() => received.length >= 10, 'PUBACK and PINGRESP');
-    expect(received).toEqual([0x20, 0x02, 0x00, 0x00, 0x40, 0x02, 0x12, 0x34, 0xd0, 0x00]);
+    cleanups.push(() => server.close());
+    expect(await splitPublishExchange(server.port)).toEqual(splitPublishAnswer);
   });
 });
 
