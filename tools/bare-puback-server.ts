@@ -19,12 +19,16 @@
  * sync in one call, as Cairn writes a lone batch) before its PUBACK. What a
  * durable round trip costs here is Node's, the kernel's, the disk's and the
  * machine's (a CPU that went idle while the disk worked has to wake up), not
- * a broker's.
+ * a broker's. With CAIRN_STAGE_TIMING=FILE in its environment it marks the
+ * stages Cairn marks (src/stage-timing.ts: read, decoded, sync submitted and
+ * done around the pwrite, resolved, ack written) and writes the same report
+ * to FILE when it exits, for the bench to set beside Cairn's.
  */
 import { closeSync, constants, openSync, writeSync } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
 import { lendSocketBytes } from '../src/protocols/socket-reads.js';
 import { socketWriter } from '../src/protocols/socket-writes.js';
+import { enableStageTimingFrom, markStage, Stage, stageTimingVariable } from '../src/stage-timing.js';
 
 export type BareReadMode = 'data' | 'direct';
 
@@ -40,6 +44,7 @@ function serve(socket: Socket, mode: BareReadMode, durable: DurableFile | undefi
   if (mode === 'direct' && writer.mode !== 'direct') throw new Error('bare-puback-server: direct writes are not available in this Node');
   let pending: Buffer | undefined;
   const receive = (chunk: Buffer): void => {
+    markStage(Stage.read);
     let bytes = pending === undefined ? chunk : Buffer.concat([pending, chunk]);
     pending = undefined;
     let at = 0;
@@ -61,9 +66,17 @@ function serve(socket: Socket, mode: BareReadMode, durable: DurableFile | undefi
         writer.write(connack);
       } else if (type === 3 && (bytes[at]! & 0x06) !== 0) {
         // PUBLISH at QoS 1 or 2 (the bench uses 1): the packet id follows the topic.
+        markStage(Stage.decoded);
         const idAt = cursor + 2 + bytes.readUInt16BE(cursor);
-        if (durable !== undefined) durable.offset += writeSync(durable.fd, bytes, at, cursor + length - at, durable.offset);
+        if (durable !== undefined) {
+          // Timed as Cairn's lone O_DSYNC write: its write is its sync (stage-timing.ts).
+          markStage(Stage.syncSubmitted);
+          durable.offset += writeSync(durable.fd, bytes, at, cursor + length - at, durable.offset);
+          markStage(Stage.syncDone);
+        }
+        markStage(Stage.resolved);
         writer.write(Buffer.from([0x40, 0x02, bytes[idAt]!, bytes[idAt + 1]!]));
+        markStage(Stage.ackWritten);
       } else if (type === 12) {
         writer.write(pingresp);
       } else if (type === 14) {
@@ -109,6 +122,10 @@ if (process.argv[1] !== undefined && import.meta.filename === process.argv[1]) {
   if (mode === 'data' || mode === 'direct') started = startBarePubackServer(mode, Number(rest[0] ?? 0));
   else if (mode === 'durable' && rest[0] !== undefined) started = startBarePubackServer('direct', Number(rest[1] ?? 0), rest[0]);
   else throw new Error(usage);
+  // A bench's CAIRN_STAGE_TIMING=FILE: its round trips timed stage by stage with Cairn's clock and percentiles, the
+  // report written at exit (on SIGTERM too, as the bench stops it).
+  enableStageTimingFrom(process.env);
+  if (process.env[stageTimingVariable] !== undefined) process.once('SIGTERM', () => process.exit(0));
   const { port } = await started;
   process.stdout.write(`${JSON.stringify({ port })}\n`);
 }

@@ -35,9 +35,12 @@ export function compileBareCServer(directory: string): BareCServerBuild {
 
 export interface BareServerProcess { readonly port: number; readonly pid: number | undefined; stop(): Promise<void> }
 
-/** Runs `command args` (a bare server) and resolves with the port from the line it prints when it listens. */
-export async function startBareServerProcess(command: string, args: readonly string[]): Promise<BareServerProcess> {
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+/**
+ * Runs `command args` (a bare server), `env` added to this process's environment, and resolves with the port from
+ * the line it prints when it listens.
+ */
+export async function startBareServerProcess(command: string, args: readonly string[], env: Readonly<Record<string, string>> = {}): Promise<BareServerProcess> {
+  const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = new Promise<void>((done) => child.once('exit', () => done()));
   const line = await new Promise<string>((resolvePromise, reject) => {
     let buffered = '';

@@ -175,8 +175,8 @@ interface BareServer {
 const bareNodeModes = [['data', "'data' events and socket.write"], ['direct', 'direct reads and writes as Cairn (socket-reads.ts, socket-writes.ts)']] as const;
 
 /** `bare-puback-server.js mode` (`durable FILE` with `durableFile`) as its own process. */
-function startBareNodeServer(mode: BareReadMode | 'durable', durableFile?: string): Promise<BareServerProcess> {
-  return startBareServerProcess(process.execPath, [join(import.meta.dirname, 'bare-puback-server.js'), mode, ...(durableFile === undefined ? [] : [durableFile])]);
+function startBareNodeServer(mode: BareReadMode | 'durable', durableFile?: string, env: Readonly<Record<string, string>> = {}): Promise<BareServerProcess> {
+  return startBareServerProcess(process.execPath, [join(import.meta.dirname, 'bare-puback-server.js'), mode, ...(durableFile === undefined ? [] : [durableFile])], env);
 }
 
 /**
@@ -340,23 +340,34 @@ interface MqttResults {
   readonly fanOut1: FanOut;
 }
 
+/** The stage table's reports: Cairn's, and the bare durable Node server's, timed the same way in the same minutes. */
+interface StageReports { readonly cairn: StageReport | undefined; readonly bareNode: StageReport | undefined }
+
 /**
  * The per-stage table's own run: a second broker with stage timing on, the two sequential latency cases
- * (warm-up included) once each, unmeasured otherwise; its report, or undefined when it wrote none.
+ * (warm-up included) once each, unmeasured otherwise; its durable case alternates (interleavedCases) with the
+ * bare durable Node server's, also stage-timed, so that Cairn's sync stage and the bare server's pwrite are timed
+ * with one clock in the same minutes of the disk's drift. A report is undefined when its process wrote none.
  */
-async function stagesOfSequentialCases(dataDir: string, env: Readonly<Record<string, string>>, reportFile: string): Promise<StageReport | undefined> {
+async function stagesOfSequentialCases(dir: string): Promise<StageReports> {
+  const cairnTiming = stageTimingEnvironment(dir, 'cairn');
+  const bareTiming = stageTimingEnvironment(dir, 'bare-node');
+  const dataDir = join(dir, 'data');
   fs.mkdirSync(dataDir);
-  const broker = await startCairn(dataDir, env);
+  const broker = await startCairn(dataDir, cairnTiming.env);
+  let bare: BareServerProcess | undefined;
   try {
-    for (const open of [() => openSequentialQos1(broker.mqttPort, 'bench/nosub'), () => openOfflineSubscriberQos1(broker.mqttPort, 'bench/offline')]) {
-      const roundTrips = await open();
-      await roundTrips.sample(latencyCount);
-      await roundTrips.close();
-    }
+    bare = await startBareNodeServer('durable', join(dir, 'bare-node-publishes'), bareTiming.env);
+    const noSub = await openSequentialQos1(broker.mqttPort, 'bench/nosub');
+    await noSub.sample(latencyCount);
+    await noSub.close();
+    const barePort = bare.port;
+    await interleavedCases('stage-timed durable case', [() => openOfflineSubscriberQos1(broker.mqttPort, 'bench/offline'), () => openSequentialQos1(barePort, 'bench/offline')], latencyCount);
   } finally {
     await broker.stop();
+    await bare?.stop();
   }
-  return readStageReport(reportFile);
+  return { cairn: readStageReport(cairnTiming.file), bareNode: readStageReport(bareTiming.file) };
 }
 
 /** A server the bench measures: its MQTT port and process (for its thread times). */
@@ -444,13 +455,12 @@ export async function benchMqtt(): Promise<void> {
   let bare: MqttRun['bare'];
   let bareServers: Awaited<ReturnType<typeof startBareServers>>;
   let brokerNoSubThreads: MqttRun['brokerNoSubThreads'];
-  let stages: StageReport | undefined;
+  let stages: StageReports | undefined;
 
   const cairnData = tempDir('cairn-bench-mqtt-');
   // The bare servers' files: the durable ones' publishes, and the compiled C server.
   const bareDir = tempDir('cairn-bench-bare-');
   const stageDir = tempDir('cairn-bench-stages-');
-  const stageTiming = stageTimingEnvironment(stageDir.dir);
   const mosquittoDir = tempDir('cairn-bench-mosquitto-');
   let cairn: MqttResults;
   let mosquitto: MqttResults | undefined;
@@ -477,7 +487,7 @@ export async function benchMqtt(): Promise<void> {
       await other?.stop();
       for (const server of bareProcesses) await server.stop();
     }
-    stages = await stagesOfSequentialCases(join(stageDir.dir, 'data'), stageTiming.env, stageTiming.file);
+    stages = await stagesOfSequentialCases(stageDir.dir);
   } finally {
     stageDir.remove();
     cairnData.remove();
@@ -571,7 +581,7 @@ export async function benchMqtt(): Promise<void> {
   console.log(`Latency ratios > 1: Cairn slower; throughput ratios > 1: Cairn faster. Offline-sub case is Cairn's durable path (fsync per publish).`);
   console.log('CPU per msg (throughput rows, the median run): every thread of the broker process, and the bench process (the MQTT.js publisher and subscribers); where the client spends more than the broker, the rate is mostly the client\'s.');
   console.log(mosquittoNote);
-  if (stages === undefined) return;
-  console.log('Cairn, per stage of one sequential QoS 1 round trip (src/stage-timing.ts; a second broker after the measured cases, with stage timing on; sync submitted -> sync done is the fdatasync, on the thread pool with the hops to it and back, or on the event loop, where a lone batch is written and synced by one O_DSYNC pwrite and marks no \'written\'):');
-  printTable(stageRows(stages, raw[0].p99));
+  if (stages?.cairn === undefined) return;
+  console.log('Cairn, per stage of one sequential QoS 1 round trip (src/stage-timing.ts; a second broker after the measured cases, with stage timing on, its offline-sub case alternating with the bare durable Node server\'s, timed the same way; sync submitted -> sync done is the fdatasync, on the thread pool with the hops to it and back, or on the event loop, where a lone batch is written and synced by one O_DSYNC pwrite and marks no \'written\'):');
+  printTable(stageRows(stages.cairn, raw[0].p99, stages.bareNode?.durable));
 }
