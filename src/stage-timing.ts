@@ -22,11 +22,26 @@
  * intervals (a GC, a zero fill in flight, a snapshot): the report counts the
  * slowest 1% of durable round trips that overlapped each, beside the share of
  * all durable round trips that did — what the tail has that the rest has not.
+ *
+ * With CAIRN_STAGE_TRACES=FILE as well, every traced round trip's marks are
+ * written to FILE at exit, with the offset that turns a mark (performance.now()
+ * ms) into CLOCK_MONOTONIC ms, the clock of process.hrtime and of
+ * `perf record -k CLOCK_MONOTONIC`: for joining round trips with a scheduler
+ * trace (tools/tail-trace-join.ts).
  */
 import { writeFileSync } from 'node:fs';
 import { PerformanceObserver } from 'node:perf_hooks';
 
 export const stageTimingVariable = 'CAIRN_STAGE_TIMING';
+export const stageTracesVariable = 'CAIRN_STAGE_TRACES';
+
+/** What CAIRN_STAGE_TRACES writes: each trace's marks (NaN, written null, where unmarked) in performance.now() ms. */
+export interface StageTraces {
+  /** Add to a mark to get CLOCK_MONOTONIC ms. */
+  readonly monotonicOffsetMs: number;
+  readonly durable: ReadonlyArray<ReadonlyArray<number | null>>;
+  readonly nonDurable: ReadonlyArray<ReadonlyArray<number | null>>;
+}
 
 export const Stage = { read: 0, decoded: 1, appended: 2, routed: 3, written: 4, syncSubmitted: 5, syncDone: 6, resolved: 7, flushBegun: 8, ackWritten: 9 } as const;
 export type Stage = (typeof Stage)[keyof typeof Stage];
@@ -77,6 +92,14 @@ export function enableStageTimingFrom(env: NodeJS.ProcessEnv): void {
   if (file === undefined || file === '') return;
   enableStageTiming();
   process.once('exit', () => writeFileSync(file, JSON.stringify(stageReport())));
+  const tracesFile = env[stageTracesVariable];
+  if (tracesFile !== undefined && tracesFile !== '') process.once('exit', () => writeFileSync(tracesFile, JSON.stringify(stageTraces())));
+}
+
+/** Every trace kept so far, with the offset of performance.now() to CLOCK_MONOTONIC (both read here, microseconds apart). */
+export function stageTraces(): StageTraces {
+  const monotonicOffsetMs = Number(process.hrtime.bigint()) / 1e6 - performance.now();
+  return { monotonicOffsetMs, durable: completed.durable.map((trace) => [...trace]), nonDurable: completed.nonDurable.map((trace) => [...trace]) };
 }
 
 /** Traces from now on (stageReport() reads them). */

@@ -138,7 +138,7 @@ export function canConnect(port: number): Promise<boolean> {
 
 // ---- Mosquitto -------------------------------------------------------------
 
-async function startMosquitto(dir: string): Promise<BenchServer & { stop(): Promise<void> }> {
+export async function startMosquitto(dir: string): Promise<BenchServer & { stop(): Promise<void> }> {
   const port = await freePort();
   const config = join(dir, 'mosquitto.conf');
   // Persistence on (a snapshot at exit and every autosave_interval, never per message) and TCP_NODELAY, as issue 18 compares.
@@ -371,7 +371,7 @@ async function stagesOfSequentialCases(dir: string): Promise<StageReports> {
 }
 
 /** A server the bench measures: its MQTT port and process (for its thread times). */
-interface BenchServer { readonly port: number; readonly pid: number | undefined }
+export interface BenchServer { readonly port: number; readonly pid: number | undefined }
 
 interface MqttRun {
   /** The raw disk, fdatasync on the calling thread and on the thread pool, sampled in alternation with the latency cases. */

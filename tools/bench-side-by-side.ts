@@ -37,13 +37,22 @@ export interface RoundTripCase {
   close(): Promise<void>;
 }
 
+/** Where timeRoundTrips also hands each round trip's start and end (performance.now() ms), when set: tail-trace.ts's join. */
+let roundTripRecorder: ((startedMs: number, endedMs: number) => void) | undefined;
+
+export function recordRoundTrips(recorder: ((startedMs: number, endedMs: number) => void) | undefined): void {
+  roundTripRecorder = recorder;
+}
+
 /** Times `count` sequential round trips, in ms. */
 export async function timeRoundTrips(count: number, roundTrip: () => Promise<void>): Promise<number[]> {
   const samples: number[] = [];
   for (let i = 0; i < count; i++) {
     const started = performance.now();
     await roundTrip();
-    samples.push(performance.now() - started);
+    const ended = performance.now();
+    samples.push(ended - started);
+    roundTripRecorder?.(started, ended);
   }
   return samples;
 }

@@ -6,7 +6,7 @@
  * acknowledgement was resolved does not end it.
  */
 import { describe, expect, it } from 'vitest';
-import { Busy, countLoneSync, enableStageTiming, markStage, noteBusy, Stage, stageReport } from '../../src/stage-timing.js';
+import { Busy, countLoneSync, enableStageTiming, markStage, noteBusy, Stage, stageReport, stageTraces } from '../../src/stage-timing.js';
 
 describe('stage timing', () => {
   it('sorts traces into durable and not, discards the ones that are not one sequential round trip, and counts sync lanes', () => {
@@ -55,5 +55,18 @@ describe('stage timing', () => {
     expect(report.nonDurable.overlaps[Busy.zeroFill]).toBe(2);
     expect(report.durable.overlaps[Busy.snapshot]).toBe(0);
     expect(report.nonDurable.overlaps[Busy.snapshot]).toBe(0);
+
+    // The kept traces' marks, with the offset that puts them on CLOCK_MONOTONIC (process.hrtime's clock).
+    const before = Number(process.hrtime.bigint()) / 1e6;
+    const traces = stageTraces();
+    const after = Number(process.hrtime.bigint()) / 1e6;
+    expect(traces.durable).toHaveLength(1);
+    expect(traces.nonDurable).toHaveLength(2);
+    const durable = traces.durable[0]!;
+    expect(durable[Stage.read]! + traces.monotonicOffsetMs).toBeLessThanOrEqual(after);
+    expect(durable[Stage.ackWritten]! + traces.monotonicOffsetMs).toBeLessThanOrEqual(after);
+    expect(performance.now() + traces.monotonicOffsetMs).toBeGreaterThanOrEqual(before);
+    expect(Math.abs(performance.now() + traces.monotonicOffsetMs - Number(process.hrtime.bigint()) / 1e6)).toBeLessThan(1);
+    expect(Number.isNaN(traces.nonDurable[0]![Stage.syncDone])).toBe(true);
   });
 });
