@@ -22,7 +22,9 @@
  * bench's measured ones (no split at the marks then). `bench` runs instead
  * bench.js mqtt's latency phase itself (runBench), its round trips recorded;
  * with TAIL_TRACE_CPU_SAMPLES set it also samples Cairn's threads' stacks
- * (`perf record -e cpu-clock -g`, OUTDIR/perf-cpu.data): what V8's threads ran.
+ * (`perf record -e cpu-clock -g`, OUTDIR/perf-cpu.data): what V8's threads ran;
+ * with TAIL_TRACE_WARM_PASSES=N the whole phase runs N times unrecorded first,
+ * in the same processes (a JIT that has seen the alternation for longer).
  * Node names none of its threads; the report tells them by their order of
  * creation: loop+1 is V8's delayed-task thread, loop+2..5 its platform workers
  * (concurrent compilation, marking, sweeping), loop+7 on libuv's pool.
@@ -128,7 +130,9 @@ async function runBench(outDir: string, count: number): Promise<void> {
   let cpuPerf: ReturnType<typeof spawn> | undefined;
   const offsetMs = Number(process.hrtime.bigint()) / 1e6 - performance.now();
   let current = '';
-  recordRoundTrips((startedMs, endedMs) => rounds.push({ server: current, startNs: (startedMs + offsetMs) * 1e6, endNs: (endedMs + offsetMs) * 1e6 }));
+  /** False in the warm-up passes: their round trips are neither traced nor recorded. */
+  let recording = false;
+  recordRoundTrips((startedMs, endedMs) => { if (recording) rounds.push({ server: current, startNs: (startedMs + offsetMs) * 1e6, endNs: (endedMs + offsetMs) * 1e6 }); });
   const names: Record<string, Record<number, string>> = {};
   const bench: Record<string, number> = {};
   let cairnPid = 0;
@@ -178,6 +182,7 @@ async function runBench(outDir: string, count: number): Promise<void> {
       const opened = await open();
       return {
         sample: async (n) => {
+          if (!recording) return opened.sample(n);
           if (perf === undefined && process.env['TAIL_TRACE_CPU_SAMPLES'] !== undefined) {
             // Where Cairn's threads spend their CPU (stacks: node's symbols, V8's threads by their C++ frames).
             cpuPerf = spawn('perf', ['record', '-q', '-o', join(outDir, 'perf-cpu.data'), '-e', 'cpu-clock', '-F', '4000', '-g', '-p', String(cairnPid)], { stdio: 'ignore' });
@@ -189,6 +194,9 @@ async function runBench(outDir: string, count: number): Promise<void> {
         close: () => opened.close(),
       };
     });
+    // TAIL_TRACE_WARM_PASSES=N: the whole phase N times unrecorded first (the same processes, so their JIT's state carries over).
+    for (let pass = 0; pass < Number(process.env['TAIL_TRACE_WARM_PASSES'] ?? 0); pass++) await interleavedCases('tail-trace bench (warm-up pass)', openers, count);
+    recording = true;
     const summaries = await interleavedCases('tail-trace bench', openers, count);
     cases.forEach(([label], i) => console.log(`${label}: p50 ${fmt(summaries[i]!.p50, 3)} ms, p99 ${fmt(summaries[i]!.p99, 3)} ms`));
     for (const [name, pid] of [['cairn', cairnPid], ['bare', barePid], ['client', process.pid]] as const) names[name] = Object.fromEntries(threadNames(pid));
