@@ -2,7 +2,7 @@
  * The web console's files (src/http/console: HTML, CSS, one ES module), read
  * once when the HTTP server starts and served from memory. No build step:
  * `npm run build` copies the folder beside the compiled server
- * (tools/copy-console.mjs), and the tests run it from src/ as it is.
+ * (tools/copy-plain-files.mjs), and the tests run it from src/ as it is.
  * Only these names are served, so no path can reach another file.
  */
 import { readdirSync, readFileSync } from 'node:fs';

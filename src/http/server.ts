@@ -25,10 +25,7 @@
  * and the headers' size, so that no client holds descriptors or connections
  * the broker needs (bodies: management/request-body.ts).
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
-import type { TLSSocket } from 'node:tls';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { TlsCredentials } from '../protocols/tls-credentials.js';
 import type { Users } from '../auth/users.js';
 import type { Broker } from '../core/broker.js';
@@ -38,14 +35,15 @@ import { Metrics } from '../metrics.js';
 import type { ManagedConnection } from '../protocols/connection-description.js';
 import { HttpError } from './http-error.js';
 import { resolveHttpLimits, timeoutCheckIntervalMs, type HttpLimits } from './limits.js';
+import { startSocketThread, type SocketThread } from './socket-thread-host.js';
+import type { ForwardedRequest, PostedAnswer } from './socket-thread-protocol.js';
 import { logPositionOf } from './log-position.js';
 import { checkParameters } from './management/listing.js';
-import { parseJsonObject, readBody } from './management/request-body.js';
+import { parseJsonObject, requestBodyBytesMax } from './management/request-body.js';
 import { describeClients, type ListenerAddress } from './management/resources.js';
 import { managementRoutes } from './management/routes.js';
 import type { SystemFacts } from './management/system.js';
-import { AnswerBytesPool, whenSent } from './answer-bytes.js';
-import { writeInPieces } from './write-in-pieces.js';
+import { AnswerBytesPool } from './answer-bytes.js';
 import { acceptsGzip, gzipBytesMin } from './answer-encoding.js';
 import { GzipMemo } from './gzip-memo.js';
 import { loadConsoleFiles } from './console-files.js';
@@ -162,68 +160,54 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     },
   ];
 
-  const listener = (request: IncomingMessage, response: ServerResponse): void => {
-    handle(request, response).catch((error: unknown) => answerError(response, error, logger));
+  /** The answer to one request the socket thread forwarded; never rejects (errors are answers, answerError). */
+  const serve = async (request: ForwardedRequest): Promise<PostedAnswer> => {
+    try {
+      return await handle(request);
+    } catch (error: unknown) {
+      return answerError(error, logger);
+    }
   };
-  const server = createLimitedServer(limits, logger, listener, options.tls);
 
-  async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const user = await authenticate(request, options.users);
-    const url = new URL(request.url ?? '/', 'http://cairn.invalid');
+  async function handle(request: ForwardedRequest): Promise<PostedAnswer> {
+    const user = await authenticate(request.headers, options.users);
+    const url = new URL(request.url, 'http://cairn.invalid');
     const { route, parameters } = findRoute(routes, url.pathname);
     const method = request.method === 'HEAD' ? 'GET' : request.method;
     const handler = route.methods[method as Method];
     if (handler === undefined) {
       const allowed = methods.filter((name) => route.methods[name] !== undefined);
       if (allowed.includes('GET')) allowed.push('HEAD' as Method);
-      throw new HttpError(405, 'method_not_allowed', `${request.method ?? '?'} is not allowed on ${url.pathname}; allowed: ${allowed.join(', ')}`, { Allow: allowed.join(', ') });
+      throw new HttpError(405, 'method_not_allowed', `${request.method} is not allowed on ${url.pathname}; allowed: ${allowed.join(', ')}`, { Allow: allowed.join(', ') });
     }
-    const context: RequestContext = { url, parameters, headers: request.headers, user, body: async () => parseJsonObject(await readBody(request)) };
+    const body = Buffer.from(request.body.buffer, request.body.byteOffset, request.body.byteLength);
+    const context: RequestContext = { url, parameters, headers: request.headers, user, body: async () => parseJsonObject(body) };
     const answer = await encoded(await handler(context), request, gzipped);
-    try {
-      for (const [name, value] of Object.entries(answer.headers ?? {})) response.setHeader(name, value);
-      send(response, answer.status ?? 200, answer.contentType ?? 'text/plain; charset=utf-8', request.method === 'HEAD' ? '' : answer.body);
-    } catch (error) {
-      answer.sent?.(false);
-      throw error;
-    }
-    if (answer.sent !== undefined) whenSent(response, request.method === 'HEAD', answer.sent);
+    return posted(answer.status ?? 200, answer.contentType ?? 'text/plain; charset=utf-8', answer.headers ?? {}, request.method === 'HEAD' ? '' : answer.body, answer.sent);
   }
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  server.on('error', (error) => logger.error({ err: error }, 'HTTP listener error'));
-  const port = (server.address() as AddressInfo).port;
+  const settings = {
+    host: options.host, port: options.port, connectionsMax: limits.connectionsMax, headerBytesMax: limits.headerBytesMax,
+    requestTimeoutMs: limits.requestTimeoutMs, headersTimeoutMs: limits.headersTimeoutMs, idleTimeoutMs: limits.idleTimeoutMs,
+    keepAliveTimeoutMs: limits.keepAliveTimeoutMs, timeoutCheckIntervalMs: timeoutCheckIntervalMs(limits), requestBodyBytesMax,
+  };
+  let thread: SocketThread;
+  try {
+    thread = await startSocketThread(settings, serve, logger, options.tls);
+  } catch (error: unknown) {
+    clearInterval(timer);
+    throw error;
+  }
+  const port = thread.port;
   listeners.push({ protocol: options.tls ? 'https' : 'http', ipAddress: options.host, port });
   logger.info({ host: options.host, port, connectionsMax: limits.connectionsMax, ...(options.tls ? { tls: true } : {}) }, options.tls ? 'HTTPS listening' : 'HTTP listening');
-  return { port, close: () => closeServer(server, timer) };
-}
-
-/** node:http (node:https with `tls`) with every limit of `limits` set; a connection past the cap is closed at once. */
-function createLimitedServer(limits: HttpLimits, logger: Logger, listener: (request: IncomingMessage, response: ServerResponse) => void, tls: TlsCredentials | undefined): Server {
-  const limitOptions = {
-    maxHeaderSize: limits.headerBytesMax,
-    requestTimeout: limits.requestTimeoutMs,
-    headersTimeout: limits.headersTimeoutMs,
-    keepAliveTimeout: limits.keepAliveTimeoutMs,
-    connectionsCheckingInterval: timeoutCheckIntervalMs(limits),
+  return {
+    port,
+    close: async () => {
+      clearInterval(timer);
+      await thread.close();
+    },
   };
-  const server: Server = tls === undefined ? createServer(limitOptions, listener) : createHttpsServer({ ...tls.serverOptions(), ...limitOptions }, listener);
-  if (tls !== undefined) {
-    tls.register(server as HttpsServer);
-    server.on('tlsClientError', (error: Error) => logger.debug({ err: error.message }, 'HTTPS handshake failed'));
-    server.on('secureConnection', (socket: TLSSocket) => { if (!tls.admits(socket)) socket.destroy(); });
-  }
-  server.maxConnections = limits.connectionsMax;
-  // No 'timeout' listener: node destroys a socket idle this long.
-  server.timeout = limits.idleTimeoutMs;
-  server.on('drop', () => logger.warn({ connectionsMax: limits.connectionsMax }, 'HTTP connection refused: connectionsMax reached'));
-  return server;
 }
 
 function findRoute(routes: readonly Route[], pathname: string): { route: Route; parameters: string[] } {
@@ -244,9 +228,9 @@ function findRoute(routes: readonly Route[], pathname: string): { route: Route; 
 }
 
 /** The authenticated user's name; undefined when the API is open. */
-async function authenticate(request: IncomingMessage, users: Users | undefined): Promise<string | undefined> {
+async function authenticate(headers: IncomingHttpHeaders, users: Users | undefined): Promise<string | undefined> {
   if (users === undefined || users.size === 0) return undefined;
-  const header = request.headers.authorization;
+  const header = headers.authorization;
   const match = header === undefined ? null : /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
   if (!match) throw new HttpError(401, 'not_authorised', 'credentials required: send HTTP Basic authentication', { 'WWW-Authenticate': authenticationRealm });
   const decoded = Buffer.from(match[1] ?? '', 'base64');
@@ -260,29 +244,21 @@ async function authenticate(request: IncomingMessage, users: Users | undefined):
   throw new HttpError(401, 'not_authorised', 'wrong user name or password', { 'WWW-Authenticate': authenticationRealm });
 }
 
-/** The one place that turns an error into a response. */
-function answerError(response: ServerResponse, error: unknown, logger: Logger): void {
-  if (error instanceof HttpError) {
-    sendError(response, error.status, error.error, error.message, error.headers);
-  } else if (error instanceof QueryError) {
-    sendError(response, 400, 'bad_request', error.message);
-  } else if (error instanceof DocumentReadError) {
+/** The one place that turns an error into an answer. */
+function answerError(error: unknown, logger: Logger): PostedAnswer {
+  if (error instanceof HttpError) return errorAnswer(error.status, error.error, error.message, error.headers);
+  if (error instanceof QueryError) return errorAnswer(400, 'bad_request', error.message);
+  if (error instanceof DocumentReadError) {
     logger.error({ err: error }, 'collection query: a document could not be read from the log');
-    sendError(response, 500, 'document_unreadable', error.message);
-  } else {
-    logger.error({ err: error }, 'HTTP request failed');
-    sendError(response, 500, 'internal_error', 'the request failed inside the server; see its log');
+    return errorAnswer(500, 'document_unreadable', error.message);
   }
+  logger.error({ err: error }, 'HTTP request failed');
+  return errorAnswer(500, 'internal_error', 'the request failed inside the server; see its log');
 }
 
-function sendError(response: ServerResponse, status: number, error: string, reason: string, headers: Readonly<Record<string, string>> = {}): void {
-  if (response.headersSent) {
-    response.destroy();
-    return;
-  }
-  for (const [name, value] of Object.entries(headers)) response.setHeader(name, value);
+function errorAnswer(status: number, error: string, reason: string, headers: Readonly<Record<string, string>> = {}): PostedAnswer {
   // One line: rabbitmqadmin prints `reason` as it is.
-  send(response, status, 'application/json; charset=utf-8', `${JSON.stringify({ error, reason: reason.replace(/\s*\n\s*/g, ' ') })}\n`);
+  return posted(status, 'application/json; charset=utf-8', headers, `${JSON.stringify({ error, reason: reason.replace(/\s*\n\s*/g, ' ') })}\n`);
 }
 
 /**
@@ -290,25 +266,30 @@ function sendError(response: ServerResponse, status: number, error: string, reas
  * or the same target's last gzipped answer when the bytes are the same (gzip-memo.ts); its pooled buffer goes back once
  * they are read. HEAD gets GET's headers without the work.
  */
-async function encoded(answer: Answer, request: IncomingMessage, gzipped: GzipMemo): Promise<Answer> {
+async function encoded(answer: Answer, request: ForwardedRequest, gzipped: GzipMemo): Promise<Answer> {
   const headers = { ...answer.headers, Vary: 'Accept-Encoding' };
   const bytes = typeof answer.body === 'string' ? Buffer.from(answer.body) : answer.body;
   if (request.method === 'HEAD' || bytes.length < gzipBytesMin || !acceptsGzip(request.headers['accept-encoding'])) return { ...answer, body: bytes, headers };
   const { sent, ...unsent } = answer;
   try {
-    return { ...unsent, body: await gzipped.gzip(request.url ?? '', bytes), headers: { ...headers, 'Content-Encoding': 'gzip' } };
+    return { ...unsent, body: await gzipped.gzip(request.url, bytes), headers: { ...headers, 'Content-Encoding': 'gzip' } };
   } finally {
     sent?.(true);
   }
 }
 
-function send(response: ServerResponse, status: number, contentType: string, body: string | Buffer): void {
-  // Encoded once here: a large string handed to end() costs the broker about twice the CPU of the same bytes as a
-  // Buffer (Node's string write path), and a scrape of 1,000 queues sends hundreds of KiB.
-  const bytes = typeof body === 'string' ? Buffer.from(body) : body;
-  response.writeHead(status, { 'Content-Type': contentType, 'Content-Length': bytes.length, 'Cache-Control': 'no-store' });
-  writeInPieces(response, bytes);
+/**
+ * The answer as the socket thread writes it. The body is copied into an ArrayBuffer of its own, to transfer: a pooled
+ * buffer (answer-bytes.ts) goes back at once, and a kept gzip answer (gzip-memo.ts) stays whole.
+ */
+function posted(status: number, contentType: string, headers: Readonly<Record<string, string>>, body: string | Buffer, sent?: (reusable: boolean) => void): PostedAnswer {
+  // A string is encoded straight into a fresh buffer (Buffer.from may hand out a slice of node's shared pool).
+  const bytes = typeof body === 'string' ? textEncoder.encode(body) : new Uint8Array(body);
+  sent?.(true);
+  return { status, headers: { ...headers, 'Content-Type': contentType, 'Content-Length': bytes.byteLength, 'Cache-Control': 'no-store' }, body: bytes };
 }
+
+const textEncoder = new TextEncoder();
 
 function sessionCounts(broker: Broker): { total: number; connected: number; persistent: number; pending: number } {
   let connected = 0;
@@ -320,12 +301,4 @@ function sessionCounts(broker: Broker): { total: number; connected: number; pers
     pending += session.state.pending.size;
   }
   return { total: broker.sessions.size, connected, persistent, pending };
-}
-
-async function closeServer(server: Server, timer: NodeJS.Timeout): Promise<void> {
-  clearInterval(timer);
-  await new Promise<void>((resolve) => {
-    server.close(() => resolve());
-    server.closeAllConnections();
-  });
 }

@@ -2,7 +2,8 @@
  * TLS for every listener that has it (MQTT 8883, AMQP 5671, HTTPS, MQTT over
  * wss): one set of certificate files, read at start-up and re-read on
  * SIGHUP. A reload builds a new secure context and hands it to every TLS
- * server (server.setSecureContext): connections already up keep the context
+ * server (server.setSecureContext; the HTTPS listener's socket thread gets
+ * it as a message): connections already up keep the context
  * they shook hands with, new handshakes get the new one, nobody is dropped.
  * A reload that fails (a file missing, a key that does not match its
  * certificate) changes nothing and says why.
@@ -15,7 +16,7 @@
  *   required  the handshake fails without a certificate that verifies
  */
 import { readFile } from 'node:fs/promises';
-import { createSecureContext, type Server as TlsServer, type TLSSocket, type TlsOptions } from 'node:tls';
+import { createSecureContext, type SecureContextOptions, type TLSSocket, type TlsOptions } from 'node:tls';
 
 export type ClientCertificateMode = 'none' | 'optional' | 'required';
 export const clientCertificateModes: readonly ClientCertificateMode[] = ['none', 'optional', 'required'];
@@ -30,6 +31,15 @@ export interface TlsSettings {
   readonly identityAsUsername: boolean;
 }
 
+/**
+ * What a reload reaches: a TLS server, or a stand-in that passes the context on (the HTTPS listener's socket thread,
+ * socket-thread-host.ts). Forgotten once it emits 'close'.
+ */
+export interface SecureContextHolder {
+  setSecureContext(options: SecureContextOptions): void;
+  once(event: 'close', listener: () => void): unknown;
+}
+
 export class TlsCredentialsError extends Error {
   override readonly name = 'TlsCredentialsError';
   readonly code = 'ETLSCREDENTIALS';
@@ -42,7 +52,7 @@ interface CredentialFiles {
 }
 
 export class TlsCredentials {
-  private readonly servers = new Set<TlsServer>();
+  private readonly servers = new Set<SecureContextHolder>();
 
   private constructor(
     readonly settings: TlsSettings,
@@ -66,7 +76,7 @@ export class TlsCredentials {
   }
 
   /** Remember a server, so that reload() reaches it; forgotten when it closes. */
-  register(server: TlsServer): void {
+  register(server: SecureContextHolder): void {
     this.servers.add(server);
     server.once('close', () => this.servers.delete(server));
   }

@@ -1,29 +1,17 @@
 /**
- * Request bodies of the management API: read with a size bound, parsed as a
- * JSON object, and read field by field with the types RabbitMQ accepts
- * (rabbitmqadmin sends booleans and counts as strings: "true", "5").
+ * Request bodies of the management API: read with a size bound (by the
+ * listener's socket thread, socket-thread.js, which answers 413 past it and
+ * forwards only bodies within it), parsed as a JSON object, and read field
+ * by field with the types RabbitMQ accepts (rabbitmqadmin sends booleans and
+ * counts as strings: "true", "5").
  * Every problem is a 400 whose reason names the field.
  */
-import type { IncomingMessage } from 'node:http';
-import { badRequest, HttpError } from '../http-error.js';
+import { badRequest } from '../http-error.js';
 
-/** A publish carries the message in the body; beyond this a request is refused before it is read whole. */
+/** A publish carries the message in the body; beyond this a request is refused (413) before it is read whole. */
 export const requestBodyBytesMax = 16 * 1024 * 1024;
 
 export type JsonObject = Readonly<Record<string, unknown>>;
-
-export async function readBody(request: IncomingMessage): Promise<Buffer> {
-  const declared = Number(request.headers['content-length'] ?? 0);
-  if (declared > requestBodyBytesMax) throw new HttpError(413, 'payload_too_large', `request body of ${declared} bytes is over the ${requestBodyBytesMax}-byte limit`);
-  const chunks: Buffer[] = [];
-  let bytes = 0;
-  for await (const chunk of request as AsyncIterable<Buffer>) {
-    bytes += chunk.length;
-    if (bytes > requestBodyBytesMax) throw new HttpError(413, 'payload_too_large', `request body is over the ${requestBodyBytesMax}-byte limit`);
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
-}
 
 /** An empty body is an empty object (RabbitMQ: a PUT without a body declares with defaults). */
 export function parseJsonObject(body: Buffer): JsonObject {
