@@ -4,22 +4,14 @@
  * size costs more than filling it: freshly mapped memory faults in page by
  * page (microbench, 300 KB: Buffer.from of the text 0.7 ms, writing the same
  * text into a buffer that exists 0.02 ms), and building the text first costs
- * again. An AnswerBytes is taken from its pool, filled, sent, and given back
- * once node:http has handed its bytes to the kernel (the response's 'finish').
+ * again. An AnswerBytes is taken from its pool, filled, and given back once
+ * its bytes are gzipped or copied into the message to the listener's socket
+ * thread (server.ts), which happens before the answer is sent.
  *
- * Invariant: a buffer is in the pool or in one answer, never both; one that
- * was not seen to finish (a closed connection) is never given back, since a
- * write may still read it.
+ * Invariant: a buffer is in the pool or in one answer, never both.
  */
 import { assert } from '../assert.js';
 import { writeUtf8 } from '../utf8-bytes.js';
-
-/** What whenSent needs of a node:http response. */
-export interface SentResponse {
-  readonly writableFinished: boolean;
-  once(event: 'finish' | 'close', listener: () => void): unknown;
-  off(event: 'finish' | 'close', listener: () => void): unknown;
-}
 
 /** A buffer this large or larger is not kept after its answer (a rare huge answer should not stay resident). */
 const keptBytesMax = 8 * 1024 * 1024;
@@ -130,26 +122,11 @@ export class AnswerBytesPool {
     return writer;
   }
 
-  /** `writer`'s bytes have reached the kernel: its buffer may be written again. */
+  /** `writer`'s bytes have been read (copied or gzipped): its buffer may be written again. */
   giveBack(writer: AnswerBytes): void {
     assert(this.lent.has(writer), 'AnswerBytesPool.giveBack: a writer given back twice or not from this pool');
     this.lent.delete(writer);
     const buffer = writer.takeBuffer();
     if (buffer.length < keptBytesMax && this.free.length < keptBuffersMax) this.free.push(buffer);
   }
-}
-
-/**
- * Tells `sent` when the answer's bytes have reached the kernel ('finish': its buffer may be written again), or
- * that they never will ('close' first: a write may still hold the buffer, which is then not reused).
- */
-export function whenSent(response: SentResponse, bodyLeftOut: boolean, sent: (reusable: boolean) => void): void {
-  if (bodyLeftOut || response.writableFinished) {
-    sent(true);
-    return;
-  }
-  const finished = (): void => { response.off('close', closed); sent(true); };
-  const closed = (): void => { response.off('finish', finished); sent(false); };
-  response.once('finish', finished);
-  response.once('close', closed);
 }

@@ -4,10 +4,11 @@
  * send it too), on libuv's thread pool (zlib's asynchronous API): a scrape
  * round over 1,000 queues is ~760 KB of text, ~28 KB gzipped, and the
  * kernel's copy of the plain bytes into loopback sockets took ~2.5 ms of the
- * event loop a round, in writes of 128 KiB with a turn between each
- * (write-in-pieces.ts), each turn one more interruption of a sequential
- * client (issue 15). Clients that do not ask for gzip get the same bytes
- * unencoded.
+ * event loop a round, each write one more interruption of a sequential
+ * client (issue 15). The sockets are now written by the listener's socket
+ * thread (socket-thread.js); what the loop still pays is a copy of the
+ * answer into the message to that thread, smaller gzipped. Clients that do
+ * not ask for gzip get the same bytes unencoded.
  */
 import { constants, gzip } from 'node:zlib';
 

@@ -25,7 +25,7 @@ export interface Answer {
   /** Text, or bytes already encoded (answer-bytes.ts). */
   readonly body: string | Buffer;
   readonly headers?: Readonly<Record<string, string>>;
-  /** Called once the body's bytes have reached the kernel (true) or will never be sent or reused (false): a pooled buffer goes back. */
+  /** Called once the body's bytes have been read (true: copied for the socket thread, or gzipped) or never will be (false): a pooled buffer goes back. */
   readonly sent?: (reusable: boolean) => void;
 }
 

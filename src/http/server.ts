@@ -11,19 +11,29 @@
  * or wrong ones get 401 with WWW-Authenticate, a user without the http
  * permission 403. With no users the API is open, like the other listeners.
  *
+ * Two threads: the listening socket and its connections are served by a
+ * worker (socket-thread.js, started by socket-thread-host.ts), which parses
+ * each request, reads its body and sends it here as one message; this
+ * module, on the broker's event loop, authenticates, routes, runs the
+ * handler (which reads the broker's projections) and sends the whole answer
+ * back as one message, which the worker writes. Node's HTTP machinery and
+ * the sockets' writes cost the loop more than the rendering did (issue 15),
+ * and every such stretch delayed an MQTT round trip.
+ *
  * Reads are views of the broker's projections and runtime at one moment:
  * large answers (queue lists, the per-queue metrics) copy their figures
  * first and are rendered in slices between which other clients are served
- * (answer-slices.ts), and are handed to the socket in pieces
- * (write-in-pieces.ts); the metrics expositions read one family at a time
+ * (answer-slices.ts); the metrics expositions read one family at a time
  * (each family one moment). Collection queries, the log's records and traces
  * read the log in chunks between which other clients are served, over what
  * was durable when the request began. Changes (PUT, POST,
  * DELETE) are ordinary broker commands, recorded in the log like a client's.
  *
- * Limits (limits.ts): a connection cap, headers, request and idle timeouts
- * and the headers' size, so that no client holds descriptors or connections
- * the broker needs (bodies: management/request-body.ts).
+ * Limits (limits.ts), enforced by the worker: a connection cap, headers,
+ * request and idle timeouts and the headers' size, so that no client holds
+ * descriptors or connections the broker needs; bodies past
+ * management/request-body.ts's bound are refused there and never reach this
+ * thread.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { TlsCredentials } from '../protocols/tls-credentials.js';

@@ -4,7 +4,9 @@
  * mosquitto_pub/mosquitto_sub with --cafile; TLS 1.1 refused; client
  * certificates required (none or an unknown CA's: handshake refused) and
  * optional; the certificate's CN as the user name with --users; the
- * certificate files re-read on reload without dropping a connection.
+ * certificate files re-read on reload without dropping a connection, and the
+ * renewed certificate presented by MQTT over TLS and by HTTPS (whose sockets
+ * are on the HTTP listener's socket thread).
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { copyFileSync, readFileSync as readPem } from 'node:fs';
@@ -53,6 +55,17 @@ function serverCertificate(port: number, options: { maxVersion?: 'TLSv1.1' | 'TL
       socket.end();
     });
     socket.once('error', reject);
+  });
+}
+
+/** The status of GET /api/overview over HTTPS, optionally with a client certificate. */
+function httpsStatus(port: number, client: { key?: Buffer; cert?: Buffer } = {}): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const request = httpsGet({ host: '127.0.0.1', port, path: '/api/overview', ca: certificates.ca, agent: false, ...client }, (response) => {
+      response.resume();
+      response.once('end', () => resolve(response.statusCode ?? 0));
+    });
+    request.once('error', reject);
   });
 }
 
@@ -148,6 +161,10 @@ describe('client certificates', () => {
     expect(connack.returnCode).toBe(0);
     const stranger = { key: readPem(certificates.stranger.key), cert: readPem(certificates.stranger.cert) };
     await expect(broker!.connect(mqttsUrl(), { clientId: 'stranger', ca: certificates.ca, ...stranger })).rejects.toThrow();
+    // The same rule on HTTPS, whose sockets are on the HTTP listener's socket thread.
+    const httpsPort = broker!.running.httpsPort!;
+    expect(await httpsStatus(httpsPort)).toBe(200);
+    await expect(httpsStatus(httpsPort, stranger)).rejects.toThrow();
   });
 
   it('identity as user name: the CN of a user in --users logs in without a password; another CN gets CONNACK 5', async () => {
@@ -173,9 +190,12 @@ describe('reload (SIGHUP)', () => {
     try {
       copyFileSync(certificates.server.cert, `${live.path}/cert.pem`);
       copyFileSync(certificates.server.key, `${live.path}/key.pem`);
-      broker = await startEdgeBroker(() => ['--tls-cert', `${live.path}/cert.pem`, '--tls-key', `${live.path}/key.pem`, '--mqtts-port', '0']);
+      broker = await startEdgeBroker(() => ['--tls-cert', `${live.path}/cert.pem`, '--tls-key', `${live.path}/key.pem`, '--mqtts-port', '0', '--https-port', '0']);
       const port = broker.running.mqttsPort!;
+      // HTTPS is served by the HTTP listener's socket thread: the reload reaches it as a message.
+      const httpsPort = broker.running.httpsPort!;
       expect((await serverCertificate(port)).subject.CN).toBe('cairn-test-server');
+      expect((await serverCertificate(httpsPort)).subject.CN).toBe('cairn-test-server');
       const { client } = await broker.connect(mqttsUrl(), { clientId: 'stays', ca: certificates.ca });
       const lines = collectMessages(client);
       await client.subscribeAsync('reload/#', { qos: 1 });
@@ -184,6 +204,8 @@ describe('reload (SIGHUP)', () => {
       copyFileSync(certificates.server2.key, `${live.path}/key.pem`);
       expect(await broker.running.reload()).toEqual({ failures: [] });
       expect((await serverCertificate(port)).subject.CN).toBe('cairn-test-server-renewed');
+      // The new context is posted to the socket thread; a handshake after it was applied gets the new certificate.
+      await until(async () => (await serverCertificate(httpsPort)).subject.CN === 'cairn-test-server-renewed', 'the HTTPS listener presents the renewed certificate');
 
       // A key that does not match the certificate: refused, the renewed pair stays in force.
       copyFileSync(certificates.server.key, `${live.path}/key.pem`);
@@ -191,6 +213,7 @@ describe('reload (SIGHUP)', () => {
       expect(failures).toHaveLength(1);
       expect(failures[0]).toMatch(/not a usable certificate and key/);
       expect((await serverCertificate(port)).subject.CN).toBe('cairn-test-server-renewed');
+      expect((await serverCertificate(httpsPort)).subject.CN).toBe('cairn-test-server-renewed');
 
       await client.publishAsync('reload/after', 'still here', { qos: 1 });
       await until(() => lines.length === 1, 'the connection opened before the reloads still delivers');
