@@ -35,7 +35,7 @@
  * management/request-body.ts's bound are refused there and never reach this
  * thread.
  */
-import type { IncomingHttpHeaders } from 'node:http';
+import { validateHeaderName, validateHeaderValue, type IncomingHttpHeaders } from 'node:http';
 import type { TlsCredentials } from '../protocols/tls-credentials.js';
 import type { Users } from '../auth/users.js';
 import type { Broker } from '../core/broker.js';
@@ -293,6 +293,11 @@ async function encoded(answer: Answer, request: ForwardedRequest, gzipped: GzipM
  * buffer (answer-bytes.ts) goes back at once, and a kept gzip answer (gzip-memo.ts) stays whole.
  */
 function posted(status: number, contentType: string, headers: Readonly<Record<string, string>>, body: string | Buffer, sent?: (reusable: boolean) => void): PostedAnswer {
+  // Checked here, where a bad header is a 500 (answerError), not a fault in the socket thread's writeHead.
+  for (const [name, value] of Object.entries(headers)) {
+    validateHeaderName(name);
+    validateHeaderValue(name, value);
+  }
   // A string is encoded straight into a fresh buffer (Buffer.from may hand out a slice of node's shared pool).
   const bytes = typeof body === 'string' ? textEncoder.encode(body) : new Uint8Array(body);
   sent?.(true);

@@ -32,9 +32,12 @@ const workerEntry = new URL('./socket-thread.js', import.meta.url);
 /** A worker that died is started again after this long (ms): a fault that recurs at once does not spin a core. */
 export const restartDelayMs = 1_000;
 
-/** Starts the socket thread on settings.port (0: a free one); rejects with the listen error (its `code`: EADDRINUSE...). */
-export async function startSocketThread(settings: Omit<SocketThreadSettings, 'tls'>, serve: (request: ForwardedRequest) => Promise<PostedAnswer>, logger: Logger, tls?: TlsCredentials): Promise<SocketThread> {
-  const host = new SocketThreadHost(settings, serve, logger, tls);
+/**
+ * Starts the socket thread on settings.port (0: a free one); rejects with the listen error (its `code`: EADDRINUSE...).
+ * `entry` is the worker's module (tests start one that fails on purpose).
+ */
+export async function startSocketThread(settings: Omit<SocketThreadSettings, 'tls'>, serve: (request: ForwardedRequest) => Promise<PostedAnswer>, logger: Logger, tls?: TlsCredentials, entry: URL = workerEntry): Promise<SocketThread> {
+  const host = new SocketThreadHost(settings, serve, logger, tls, entry);
   const port = await host.start(settings.port);
   return { port, close: () => host.close() };
 }
@@ -62,6 +65,7 @@ class SocketThreadHost {
     private readonly serve: (request: ForwardedRequest) => Promise<PostedAnswer>,
     private readonly logger: Logger,
     private readonly tls: TlsCredentials | undefined,
+    private readonly entry: URL,
   ) {
     tls?.register(this.relay);
   }
@@ -71,7 +75,7 @@ class SocketThreadHost {
     const { tls } = this;
     // The credentials as they are now: a worker restarted after a reload gets the reloaded files.
     const workerData: SocketThreadSettings = { ...this.settings, port, ...(tls === undefined ? {} : { tls: { serverOptions: tls.serverOptions(), clientCertificates: tls.settings.clientCertificates } }) };
-    const worker = new Worker(workerEntry, { workerData });
+    const worker = new Worker(this.entry, { workerData });
     let live = true;
     return new Promise<number>((resolve, reject) => {
       let listening = false;

@@ -7,18 +7,22 @@
  * forwarding it: the queue it was published to stays empty. close() leaves
  * nothing that keeps the process alive (a child process on the compiled
  * server exits on its own after it), and a request body within the bound
- * still reaches its handler.
+ * still reaches its handler. A socket thread that dies of a fault is logged
+ * and started again on the same port.
  */
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Broker } from '../../src/core/broker.js';
 import { MemoryLog } from '../../src/core/record-log.js';
 import { requestBodyBytesMax } from '../../src/http/management/request-body.js';
 import { startHttpServer, type HttpServerHandle } from '../../src/http/server.js';
+import { restartDelayMs, startSocketThread } from '../../src/http/socket-thread-host.js';
 import { silentLogger } from '../../src/logger.js';
-import { tempDirectory } from '../support/kit.js';
+import { tempDirectory, until } from '../support/kit.js';
 
 const headersTimeoutMs = 300;
 let broker: Broker;
@@ -132,5 +136,28 @@ await broker.flush();
 `;
     const child = runModule(script, 20_000);
     expect({ stdout: child.stdout, stderr: child.stderr, status: child.status, signal: child.signal }).toEqual({ stdout: '200\n', stderr: '', status: 0, signal: null });
+  });
+
+  it('a socket thread that dies of a fault is logged as an error and started again on the same port', async () => {
+    const lines: Array<{ level: number; msg: string }> = [];
+    const logger = pino({ level: 'info' }, new Writable({ write: (chunk: Buffer, _encoding, done) => { lines.push(JSON.parse(chunk.toString('utf8')) as { level: number; msg: string }); done(); } }));
+    const settings = {
+      host: '127.0.0.1', port: 0, connectionsMax: 16, headerBytesMax: 16 * 1024, requestTimeoutMs: 5_000, headersTimeoutMs: 5_000,
+      idleTimeoutMs: 5_000, keepAliveTimeoutMs: 1_000, timeoutCheckIntervalMs: 1_000, requestBodyBytesMax,
+    };
+    const ok = new TextEncoder().encode('ok');
+    const thread = await startSocketThread(settings, async (request) => ({ status: request.url === '/fail' ? 599 : 200, headers: { 'Content-Length': 2 }, body: ok.slice() }), logger, undefined, new URL('./fixtures/failing-socket-thread.mjs', import.meta.url));
+    try {
+      const get = async (path: string): Promise<number> => (await fetch(`http://127.0.0.1:${thread.port}${path}`)).status;
+      expect(await get('/')).toBe(200);
+      const diedAt = Date.now();
+      expect(await get('/fail')).toBe(599); // written, then the fault
+      await until(async () => (await get('/').catch(() => 0)) === 200, 'the listener answering again on its port', 10_000);
+      expect(Date.now() - diedAt).toBeGreaterThanOrEqual(restartDelayMs - 100);
+      expect(lines.filter((line) => line.level >= 50).map((line) => line.msg)).toContain('HTTP listener thread stopped unexpectedly: starting it again');
+    } finally {
+      await thread.close();
+    }
+    await expect(fetch(`http://127.0.0.1:${thread.port}/`)).rejects.toThrow();
   });
 });
