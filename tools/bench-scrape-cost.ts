@@ -11,10 +11,15 @@
  * `requests / turns`), so a minute of a loaded machine weighs on all alike.
  *
  * CAIRN_BENCH_SCRAPE_COST_REQUESTS sets `requests` (default 200).
+ * CAIRN_BENCH_SCRAPE_COST_PROBE=off runs without the probe: its PINGREQs
+ * keep the loop busy all the time the requests run, so with it the event
+ * loop column counts the probe's pings over each request's wall time too
+ * (a request that waits longer, e.g. on another thread, reads as costing
+ * the loop more); without it the column is what the requests cost the loop.
  */
 import { loadavg } from 'node:os';
 import { fmt, printTable, tempDir } from './bench-mqtt.js';
-import { startBlockProbe } from './bench-block-probe.js';
+import { startBlockProbe, type BlockProbe } from './bench-block-probe.js';
 import { declareQueues, scrapedPaths, scrapedRequests } from './bench-scraper.js';
 import { percentile } from './bench-side-by-side.js';
 import { threadTimes } from './bench-thread-times.js';
@@ -24,6 +29,9 @@ const queues = 1_000;
 const requests = Number(process.env['CAIRN_BENCH_SCRAPE_COST_REQUESTS'] ?? 200);
 const turns = 4;
 const warmUpRequests = 50;
+const probing = process.env['CAIRN_BENCH_SCRAPE_COST_PROBE'] !== 'off';
+/** Stands in for the probe when it is off: nothing measured. */
+const noProbe: BlockProbe = { take: async () => [], stop: async () => undefined };
 
 interface EndpointCost { loopNs: number; otherNs: number; bytes: number; requests: number; probe: number[] }
 
@@ -42,7 +50,7 @@ export async function benchScrapeCost(): Promise<void> {
     const broker = await startCairnProcess(data.dir);
     const pid = broker.child.pid!;
     const base = `http://127.0.0.1:${broker.httpPort}`;
-    const probe = await startBlockProbe(broker.mqttPort);
+    const probe = probing ? await startBlockProbe(broker.mqttPort) : noProbe;
     try {
       await declareQueues(base, queues);
       for (const path of scrapedPaths) for (let i = 0; i < warmUpRequests; i++) await get(base, path);
@@ -80,7 +88,7 @@ export async function benchScrapeCost(): Promise<void> {
   }
   rows.push(['one round (sum)', '', fmt(loopSum, 2), fmt(otherSum, 2), '']);
   const idle = [...idleProbe].sort((a, b) => a - b);
-  console.log(`Broker CPU per request over ${queues} queues: ${requests} requests per endpoint in ${turns} turns after ${warmUpRequests} unmeasured; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}.`);
+  console.log(`Broker CPU per request over ${queues} queues: ${requests} requests per endpoint in ${turns} turns after ${warmUpRequests} unmeasured${probing ? '' : ', no probe'}; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}.`);
   printTable(rows);
   console.log(`PINGRESP with no request running: p50 ${fmt(percentile(idle, 50), 3)} ms, max ${fmt(idle.at(-1) ?? NaN, 3)} ms over ${idle.length} pings.`);
 }
