@@ -15,7 +15,9 @@ import { constants, gzip } from 'node:zlib';
 /**
  * Smaller answers go unencoded: zlib's asynchronous call costs the event loop ~0.74 million instructions whatever the
  * size (a stream, a native context, two callbacks; callgrind), about what the kernel's copy of 64-75 KB into a
- * loopback socket costs it (~2.5 ms per 760 KB).
+ * loopback socket cost it (~2.5 ms per 760 KB) when the loop wrote the sockets. Since the socket thread writes them,
+ * the loop's cost of an unencoded answer is its copy into the message to that thread, far less: the break-even is
+ * higher now, not re-measured (gzip on the socket thread would take it off the loop altogether).
  */
 export const gzipBytesMin = 64 * 1024;
 
