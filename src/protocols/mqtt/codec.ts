@@ -139,16 +139,16 @@ export function decodeHotPacket(
     ({ properties, end: payloadStart } = decoded);
   }
   if (payloadStart > bytes.length) return undefined;
-  const packet: IPublishPacket = {
-    cmd: 'publish',
-    retain: (firstByte & 0x01) !== 0,
-    qos,
-    dup: (firstByte & 0x08) !== 0,
-    length: header.remainingLength,
-    topic: topics === undefined ? bytes.toString('utf8', topicStart, topicEnd) : topics.topicOf(bytes, topicStart, topicEnd),
-    payload: payloads === undefined ? bytes.subarray(payloadStart) : payloads.of(bytes, payloadStart),
-  };
-  if (qos > 0) packet.messageId = uint16At(bytes, topicEnd);
+  const retain = (firstByte & 0x01) !== 0;
+  const dup = (firstByte & 0x08) !== 0;
+  const topic = topics === undefined ? bytes.toString('utf8', topicStart, topicEnd) : topics.topicOf(bytes, topicStart, topicEnd);
+  const payload = payloads === undefined ? bytes.subarray(payloadStart) : payloads.of(bytes, payloadStart);
+  // A QoS 1/2 PUBLISH gets its messageId in its own literal rather than added after: an added property's shape is
+  // a V8 map transition, held only by live packets, so a full GC with none alive dropped it and the optimised code
+  // of every function that had seen it (decode, dispatch, the packet checks) was thrown away and recompiled.
+  const packet: IPublishPacket = qos > 0
+    ? { cmd: 'publish', retain, qos, dup, length: header.remainingLength, topic, payload, messageId: uint16At(bytes, topicEnd) }
+    : { cmd: 'publish', retain, qos, dup, length: header.remainingLength, topic, payload };
   if (properties !== undefined) packet.properties = properties;
   return packet;
 }
