@@ -46,6 +46,8 @@ export interface ServeConfig extends EdgeConfig {
   readonly queryDocumentsExaminedMax: number;
   readonly logLevel: LogLevel;
   readonly logFormat: LogFormat;
+  /** /metrics and /metrics/per-object are rendered at most once per this many ms (http/kept-exposition.ts); 0: every request. */
+  readonly statsIntervalMs: number;
   /** Seconds between $SYS publications; 0: no $SYS topics. */
   readonly sysIntervalSeconds: number;
   /** The operator accepts that the log ends at this LSN, before the newest snapshot (src/log/recovery.ts, "log end"). */
@@ -144,6 +146,10 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: 'log-level', ...kinds.logLevel, env: 'CAIRN_LOG_LEVEL', fallback: 'info', help: 'least severe log level written' },
   { name: 'log-format', ...kinds.logFormat, env: 'CAIRN_LOG_FORMAT', fallback: 'auto', help: 'json lines, pretty lines, or auto (pretty on a terminal)' },
   ...edgeFlags,
+  {
+    name: 'stats-interval', ...durationKind, env: 'CAIRN_STATS_INTERVAL', fallback: '5s',
+    help: 'render /metrics and /metrics/per-object at most once per this long, as RabbitMQ samples its statistics (0s: every scrape)',
+  },
   { name: 'sys-interval', ...kinds.seconds, valueName: 'SECONDS', env: 'CAIRN_SYS_INTERVAL', fallback: '10', help: 'seconds between MQTT $SYS topic updates (0: no $SYS topics)' },
   { name: 'log', ...logAddressKind, env: 'CAIRN_LOG', help: 'replicate the log in a NATS JetStream stream instead of --data: nats://host:4222,host2:4222/stream (tls:// for TLS); nodes on one stream fail over' },
   { name: 'nats-creds', ...textKind('FILE'), env: 'CAIRN_NATS_CREDS', help: 'NATS credentials file (.creds) for --log' },
@@ -218,6 +224,7 @@ export function serveConfigOf(parsed: ParsedCommand): ServeConfig {
     logLevel: kinds.logLevel.convert(required('log-level')),
     logFormat: kinds.logFormat.convert(required('log-format')),
     sysIntervalSeconds: kinds.seconds.convert(required('sys-interval')),
+    statsIntervalMs: durationKind.convert(required('stats-interval')),
     acceptLostRecordsAfter: optional('accept-lost-records-after', kinds.lsn),
     logAddress: optional('log', logAddressKind),
     natsCredsFile: get('nats-creds'),

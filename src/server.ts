@@ -179,7 +179,7 @@ export async function startCairn(config: ServeConfig, logger: Logger, internals:
       ...address('amqp', amqp), ...address('amqp/ssl', amqps),
     ];
     const httpOptions = (port: number): Parameters<typeof startHttpServer>[0] => ({
-      broker, host: config.bind, port, logger, users, version, connections, metrics, clients, listeners,
+      broker, host: config.bind, port, logger, users, version, connections, metrics, clients, listeners, statsIntervalMs: config.statsIntervalMs,
       limits: { queryDocumentsExaminedMax: config.queryDocumentsExaminedMax },
     });
     const http = await start('HTTP', config.httpPort, (port) => startHttpServer(httpOptions(port)));

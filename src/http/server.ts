@@ -24,7 +24,9 @@
  * large answers (queue lists, the per-queue metrics) copy their figures
  * first and are rendered in slices between which other clients are served
  * (answer-slices.ts); the metrics expositions read one family at a time
- * (each family one moment). Collection queries, the log's records and traces
+ * (each family one moment), and both are rendered at most once per stats
+ * interval (`statsIntervalMs`, kept-exposition.ts; RabbitMQ's figures are
+ * up to its 5 s statistics interval old too). Collection queries, the log's records and traces
  * read the log in chunks between which other clients are served, over what
  * was durable when the request began. Changes (PUT, POST,
  * DELETE) are ordinary broker commands, recorded in the log like a client's.
@@ -56,6 +58,7 @@ import type { SystemFacts } from './management/system.js';
 import { AnswerBytesPool } from './answer-bytes.js';
 import { acceptsGzip, gzipBytesMin } from './answer-encoding.js';
 import { GzipMemo } from './gzip-memo.js';
+import { KeptExposition } from './kept-exposition.js';
 import { loadConsoleFiles } from './console-files.js';
 import { recentRecords, traceOf } from './log-records.js';
 import { QueryError } from './query.js';
@@ -82,6 +85,11 @@ export interface HttpServerOptions {
   readonly listeners?: readonly ListenerAddress[];
   /** Wall clock (ms) for uptime and rates. Default Date.now. */
   readonly clock?: () => number;
+  /**
+   * /metrics and /metrics/per-object are rendered at most once per this many ms of `clock` (kept-exposition.ts);
+   * 0 (the default here; `cairn serve --stats-interval`, 5 s) renders each request.
+   */
+  readonly statsIntervalMs?: number;
   /** Overrides of defaultHttpLimits, checked at start. */
   readonly limits?: Partial<HttpLimits>;
   /** Serve HTTPS with these credentials (a second call of startHttpServer serves plain HTTP beside it). */
@@ -130,6 +138,9 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
 
   const answerBytes = new AnswerBytesPool();
   const gzipped = new GzipMemo();
+  const statsIntervalMs = options.statsIntervalMs ?? 0;
+  const keptMetrics = new KeptExposition<Buffer>(statsIntervalMs, clock);
+  const keptPerObject = new KeptExposition<Buffer>(statsIntervalMs, clock);
   const consoleFiles = loadConsoleFiles();
   const consoleFile = (name: string): Answer => {
     const file = consoleFiles.get(name);
@@ -157,14 +168,27 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     { pattern: /^\/api\/log$/, methods: { GET: ({ url }) => (checkParameters(url, []), json(logView(broker))) } },
     { pattern: /^\/api\/log\/records$/, methods: { GET: async ({ url }) => json(await recentRecords(broker, url, limits)) } },
     { pattern: /^\/api\/log\/trace$/, methods: { GET: async ({ url }) => json(await traceOf(broker, url, limits)) } },
-    { pattern: /^\/metrics$/, methods: { GET: async ({ url }) => (checkParameters(url, []), { contentType: metrics.contentType, body: await metrics.text() }) } },
+    { pattern: /^\/metrics$/, methods: { GET: async ({ url }) => (checkParameters(url, []), { contentType: metrics.contentType, body: await keptMetrics.get(async () => Buffer.from(await metrics.text())) }) } },
     {
       pattern: /^\/metrics\/per-object$/, methods: {
         GET: async ({ url }) => {
           checkParameters(url, []);
-          const out = answerBytes.take();
-          await metrics.writePerObject(out);
-          return pooledAnswer(out, answerBytes, metrics.contentType);
+          if (statsIntervalMs <= 0) {
+            const out = answerBytes.take();
+            await metrics.writePerObject(out);
+            return pooledAnswer(out, answerBytes, metrics.contentType);
+          }
+          // Kept for the interval: a copy of its own, the pooled buffer goes back at once.
+          const body = await keptPerObject.get(async () => {
+            const out = answerBytes.take();
+            try {
+              await metrics.writePerObject(out);
+              return Buffer.from(out.view());
+            } finally {
+              answerBytes.giveBack(out);
+            }
+          });
+          return { contentType: metrics.contentType, body };
         },
       },
     },

@@ -149,6 +149,9 @@ function sample(text, name) {
 }
 
 let previous;
+/** The fsync figures of the last /metrics that showed new fsyncs, and the latency and batch size they gave. */
+let previousFsync;
+let lastFsync;
 
 async function sampleOverview() {
   const [overview, metrics] = await Promise.all([api('/api/overview'), api('/metrics')]);
@@ -159,18 +162,28 @@ async function sampleOverview() {
     at: now,
     in: cairn.messages.messagesIn.mqtt + cairn.messages.messagesIn.amqp,
     out: cairn.messages.messagesOut.mqtt + cairn.messages.messagesOut.amqp,
+  };
+  const fsyncFigures = {
     fsyncSeconds: sample(metrics, 'cairn_log_fsync_seconds_sum'),
     fsyncs: sample(metrics, 'cairn_log_fsync_seconds_count'),
     batchRecords: sample(metrics, 'cairn_log_batch_records_sum'),
   };
   if (previous !== undefined) {
     const seconds = (current.at - previous.at) / 1000;
-    const fsyncs = current.fsyncs - previous.fsyncs;
     charts.messages.push([(current.in - previous.in) / seconds, (current.out - previous.out) / seconds]);
-    charts.fsync.push([fsyncs > 0 ? ((current.fsyncSeconds - previous.fsyncSeconds) / fsyncs) * 1000 : 0]);
-    charts.batch.push([fsyncs > 0 ? (current.batchRecords - previous.batchRecords) / fsyncs : 0]);
   }
   previous = current;
+  // /metrics is rendered once per --stats-interval: a sample without new fsyncs holds the last figures rather than
+  // drawing 0, and the next fsyncs are averaged over the whole stretch since the last ones.
+  const fsyncs = previousFsync === undefined ? 0 : fsyncFigures.fsyncs - previousFsync.fsyncs;
+  if (fsyncs > 0) {
+    lastFsync = [((fsyncFigures.fsyncSeconds - previousFsync.fsyncSeconds) / fsyncs) * 1000, (fsyncFigures.batchRecords - previousFsync.batchRecords) / fsyncs];
+  }
+  if (previousFsync === undefined || fsyncs > 0) previousFsync = fsyncFigures;
+  if (lastFsync !== undefined) {
+    charts.fsync.push([lastFsync[0]]);
+    charts.batch.push([lastFsync[1]]);
+  }
   charts.log.push([(cairn.log.bytes ?? 0) / 1048576]);
   charts.connections.push([overview.object_totals.connections]);
   totals('totals', [
