@@ -91,10 +91,18 @@ function sameValues(a: ChangingValues, b: ChangingValues): boolean {
     && Object.is(a.dropped, b.dropped) && a.tag === b.tag;
 }
 
-/** Whether `queues`, with `values`, are the kept list's queues (the same objects, in order) with its values. */
-function sameList(list: NonNullable<KeptTexts['list']>, queues: readonly QueueView[], values: readonly ChangingValues[]): boolean {
+/**
+ * Whether `queues` are the kept list's queues (the same objects, in order) with its values now: read in place, as
+ * changingValuesOf would read them, without a copy per queue (a monitoring load lists idle queues every second).
+ */
+function sameList(list: NonNullable<KeptTexts['list']>, queues: readonly QueueView[]): boolean {
   if (list.queues.length !== queues.length) return false;
-  for (let i = 0; i < queues.length; i++) if (list.queues[i] !== queues[i] || !sameValues(list.values[i]!, values[i]!)) return false;
+  for (let i = 0; i < queues.length; i++) {
+    const queue = queues[i]!;
+    const kept = list.values[i]!;
+    if (list.queues[i] !== queue || !Object.is(kept.ready, queue.readyCount) || !Object.is(kept.unacknowledged, queue.unacked.size)
+      || !Object.is(kept.consumers, queue.consumers.length) || !Object.is(kept.dropped, queue.dropped) || kept.tag !== queue.exclusiveConsumer?.tag) return false;
+  }
   return true;
 }
 
@@ -179,12 +187,12 @@ export class QueueListWriter {
    * their text kept.
    */
   *writeSlices(queues: readonly QueueView[], indexes: readonly number[], out: AnswerBytes): Generator<void, void, undefined> {
-    const now = queues.map(changingValuesOf);
     const kept = this.keptTextsFor(indexes);
-    if (kept.list !== undefined && sameList(kept.list, queues, now)) {
+    if (kept.list !== undefined && sameList(kept.list, queues)) {
       out.bytes(kept.list.bytes);
       return;
     }
+    const now = queues.map(changingValuesOf);
     const start = out.view().length;
     out.ascii('[');
     for (let i = 0; i < queues.length; i++) {
