@@ -20,6 +20,11 @@
  * 25-40% on this shared two-core machine, so pooling a few long windows could
  * not resolve 5%, while neighbouring windows see the same minute.
  *
+ * The broker renders /metrics and /metrics/per-object at most once per
+ * --stats-interval (default 5 s, src/http/kept-exposition.ts), so at one
+ * round a second about one round in five renders them; the others get the
+ * kept answers, as a RabbitMQ scraped this often would show the same figures.
+ *
  * Both scrapers run at the lowest CPU priority: they stand in for a Prometheus
  * on another machine, and on two cores their own parsing of ~0.7 MB a second
  * would otherwise be measured as the broker's cost. What the broker spends
