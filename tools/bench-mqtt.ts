@@ -35,7 +35,8 @@
  *     of one topic, deliveries per second over all of them, with how many
  *     were missing (bench-mqtt-fanout.ts).
  * Both brokers run side by side and every case alternates between them
- * (bench-side-by-side.ts).
+ * (bench-side-by-side.ts). CAIRN_BENCH_MQTT_CASES=latency or throughput runs
+ * only those rows (throughput: the pub->sub, $share and fan-out ones).
  * Mosquitto runs with `persistence true` and `set_tcp_nodelay true`; its
  * persistence saves periodically, never fsyncing per message, so it is not
  * doing the same work on the durable path.
@@ -327,9 +328,14 @@ export async function throughput(port: number, topic: string, qos: 0 | 1, shared
   }
 }
 
-interface MqttResults {
+/** A broker's latency cases. */
+interface LatencyResults {
   readonly noSub: LatencySummary;
   readonly offline: LatencySummary;
+}
+
+/** A broker's throughput cases. */
+interface ThroughputResults {
   readonly qos0: Throughput;
   readonly qos0Windowed: Throughput;
   readonly qos1: Throughput;
@@ -373,12 +379,15 @@ async function stagesOfSequentialCases(dir: string): Promise<StageReports> {
 /** A server the bench measures: its MQTT port and process (for its thread times). */
 export interface BenchServer { readonly port: number; readonly pid: number | undefined }
 
-interface MqttRun {
+interface LatencyRun {
   /** The raw disk, fdatasync on the calling thread and on the thread pool, sampled in alternation with the latency cases. */
   readonly raw: readonly [LatencySummary, LatencySummary];
   /** Cairn's thread times in its two latency cases (no subscriber, offline subscriber). */
   readonly cairnThreads: readonly [TimedCase, TimedCase];
-  readonly results: MqttResults[];
+  /** Per broker, in the order given (Cairn first). */
+  readonly results: readonly LatencyResults[];
+  /** The bare servers started, measured or not (each says why not). */
+  readonly bareServers: BareServers;
   /**
    * Each measured bare server's case (the no-subscriber one, or on a durable server, where every QoS 1 PUBLISH is
    * synced before its PUBACK, the durable one) with its thread times.
@@ -388,16 +397,23 @@ interface MqttRun {
   readonly brokerNoSubThreads: readonly TimedCase[];
 }
 
+type BareServers = Awaited<ReturnType<typeof startBareServers>>;
+
 /** A bare server's latency case and its thread times. */
 interface BareResult { readonly latency: LatencySummary; readonly threads: TimedCase }
 
+/** Which rows a run measures: CAIRN_BENCH_MQTT_CASES=latency or throughput (pub->sub, $share and fan-out) runs only those; all by default. */
+function selectedCases(value: string | undefined): { readonly latency: boolean; readonly throughput: boolean } {
+  if (value === undefined || value === 'all') return { latency: true, throughput: true };
+  if (value === 'latency' || value === 'throughput') return { latency: value === 'latency', throughput: value === 'throughput' };
+  throw new Error(`CAIRN_BENCH_MQTT_CASES is all, latency or throughput, not ${value}`);
+}
+
 /**
- * Every case on every broker (brokers[0] is Cairn), alternating between them; results in the same order.
- * The bare servers take part in the latency cases only, alternating with the brokers: the no-subscriber ones in the
- * no-subscriber case, the durable ones in the offline-subscriber case.
+ * The latency cases on every broker (brokers[0] is Cairn), alternating between them and with the bare servers: the
+ * no-subscriber ones in the no-subscriber case, the durable ones in the offline-subscriber case.
  */
-async function runCases(brokers: readonly BenchServer[], bare: { readonly noSub: readonly BareServer[]; readonly durable: readonly BareServer[] }): Promise<MqttRun> {
-  const ports = brokers.map((broker) => broker.port);
+async function runLatencyCases(brokers: readonly BenchServer[], bareServers: BareServers): Promise<LatencyRun> {
   const timed = (server: BenchServer, open: () => Promise<RoundTripCase>, into: TimedCase[]) => async (): Promise<RoundTripCase> => {
     const timedOne = timedCase(server.pid, await open());
     into.push(timedOne);
@@ -406,8 +422,8 @@ async function runCases(brokers: readonly BenchServer[], bare: { readonly noSub:
   const noSubThreads: TimedCase[] = [];
   const offlineThreads: TimedCase[] = [];
   const bareThreads: TimedCase[] = [];
-  const bareNoSub = bare.noSub.filter((server) => server.server !== undefined);
-  const bareDurable = bare.durable.filter((server) => server.server !== undefined);
+  const bareNoSub = bareServers.noSub.filter((server) => server.server !== undefined);
+  const bareDurable = bareServers.durable.filter((server) => server.server !== undefined);
   const bareOpeners = (servers: readonly BareServer[], topic: string) =>
     servers.map(({ server }) => timed(server!, () => openSequentialQos1(server!.port, topic), bareThreads));
   const openers = [
@@ -426,6 +442,19 @@ async function runCases(brokers: readonly BenchServer[], bare: { readonly noSub:
   // Opened in this order, so bareThreads is in it too.
   const bareLatencies = [...bareNoSubs, ...bareDurables];
   const bareResults = new Map([...bareNoSub, ...bareDurable].map((server, i) => [server, { latency: bareLatencies[i]!, threads: bareThreads[i]! }]));
+  return {
+    raw: [rawOnCallingThread!, rawViaPool!],
+    cairnThreads: [noSubThreads[0]!, offlineThreads[0]!],
+    results: brokers.map((_, i) => ({ noSub: noSubs[i]!, offline: offlines[i]! })),
+    bareServers,
+    bare: bareResults,
+    brokerNoSubThreads: noSubThreads,
+  };
+}
+
+/** The throughput and fan-out cases on every broker, alternating between them; results in the same order. */
+async function runThroughputCases(brokers: readonly BenchServer[]): Promise<ThroughputResults[]> {
+  const ports = brokers.map((broker) => broker.port);
   const measured = (label: string, run: (port: number) => Promise<Throughput>): Promise<Throughput[]> =>
     medianRuns(label, brokers, (broker) => withCpuTimes(broker.pid, () => run(broker.port)));
   const qos0 = await measured('QoS 0 throughput', (port) => throughput(port, 'bench/tput0', 0));
@@ -436,25 +465,15 @@ async function runCases(brokers: readonly BenchServer[], bare: { readonly noSub:
   const sharedV5 = await measured(`QoS 1 shared subscription, ${sharedMembers} members, MQTT 5 with user properties`, (port) => throughput(port, 'bench/shared1v5', 1, sharedMembers, 5, qos1WindowMessages));
   const fanOut0 = await medianRuns(`QoS 0 fan-out to ${fanOutSubscribers} subscribers`, ports, (port) => fanOut(port, 'bench/fan0', 0));
   const fanOut1 = await medianRuns(`QoS 1 fan-out to ${fanOutSubscribers} subscribers`, ports, (port) => fanOut(port, 'bench/fan1', 1));
-  const results = ports.map((_, i) => ({
-    noSub: noSubs[i]!, offline: offlines[i]!, qos0: qos0[i]!, qos0Windowed: qos0Windowed[i]!, qos1: qos1[i]!, shared: shared[i]!, qos1v5: qos1v5[i]!, sharedV5: sharedV5[i]!,
-    fanOut0: fanOut0[i]!, fanOut1: fanOut1[i]!,
+  return ports.map((_, i) => ({
+    qos0: qos0[i]!, qos0Windowed: qos0Windowed[i]!, qos1: qos1[i]!, shared: shared[i]!, qos1v5: qos1v5[i]!, sharedV5: sharedV5[i]!, fanOut0: fanOut0[i]!, fanOut1: fanOut1[i]!,
   }));
-  return {
-    raw: [rawOnCallingThread!, rawViaPool!],
-    cairnThreads: [noSubThreads[0]!, offlineThreads[0]!],
-    results,
-    bare: bareResults,
-    brokerNoSubThreads: noSubThreads,
-  };
 }
 
 export async function benchMqtt(): Promise<void> {
-  let raw: MqttRun['raw'];
-  let cairnThreads: MqttRun['cairnThreads'];
-  let bare: MqttRun['bare'];
-  let bareServers: Awaited<ReturnType<typeof startBareServers>>;
-  let brokerNoSubThreads: MqttRun['brokerNoSubThreads'];
+  const cases = selectedCases(process.env['CAIRN_BENCH_MQTT_CASES']);
+  let latency: LatencyRun | undefined;
+  let throughputs: ThroughputResults[] | undefined;
   let stages: StageReports | undefined;
 
   const cairnData = tempDir('cairn-bench-mqtt-');
@@ -462,8 +481,6 @@ export async function benchMqtt(): Promise<void> {
   const bareDir = tempDir('cairn-bench-bare-');
   const stageDir = tempDir('cairn-bench-stages-');
   const mosquittoDir = tempDir('cairn-bench-mosquitto-');
-  let cairn: MqttResults;
-  let mosquitto: MqttResults | undefined;
   const mosquittoNote = commandExists('mosquitto')
     ? 'Mosquitto: persistence true (a snapshot at exit and every autosave_interval, never a per-message fsync), set_tcp_nodelay true; both brokers run side by side and each case alternates between them.'
     : 'mosquitto not installed: Mosquitto column skipped.';
@@ -474,20 +491,16 @@ export async function benchMqtt(): Promise<void> {
     const bareProcesses: BareServerProcess[] = [];
     try {
       if (commandExists('mosquitto')) other = await startMosquitto(mosquittoDir.dir);
-      bareServers = await startBareServers(bareDir.dir, bareProcesses);
       const cairnServer = { port: broker.mqttPort, pid: broker.child.pid };
-      const measured = await runCases(other === undefined ? [cairnServer] : [cairnServer, other], bareServers);
-      raw = measured.raw;
-      cairnThreads = measured.cairnThreads;
-      bare = measured.bare;
-      brokerNoSubThreads = measured.brokerNoSubThreads;
-      [cairn, mosquitto] = measured.results as [MqttResults, MqttResults | undefined];
+      const brokers = other === undefined ? [cairnServer] : [cairnServer, other];
+      if (cases.latency) latency = await runLatencyCases(brokers, await startBareServers(bareDir.dir, bareProcesses));
+      if (cases.throughput) throughputs = await runThroughputCases(brokers);
     } finally {
       await broker.stop();
       await other?.stop();
       for (const server of bareProcesses) await server.stop();
     }
-    stages = await stagesOfSequentialCases(stageDir.dir);
+    if (cases.latency) stages = await stagesOfSequentialCases(stageDir.dir);
   } finally {
     stageDir.remove();
     cairnData.remove();
@@ -495,15 +508,36 @@ export async function benchMqtt(): Promise<void> {
     mosquittoDir.remove();
   }
 
-  const ms = (value: number): string => `${fmt(value, 3)} ms`;
-  const rate = (t: Throughput): string => {
-    const cpu = `${t.brokerCpuUs === undefined ? '' : `; CPU per msg: broker ${fmt(t.brokerCpuUs, 1)} us`}${t.clientCpuUs === undefined ? '' : `, client ${fmt(t.clientCpuUs, 1)} us`}`;
-    return `${Math.round(t.rate).toLocaleString('en-US')} msg/s (rcvd ${t.received}/${throughputCount}${Number.isNaN(t.acked) ? '' : `, acked ${t.acked}`}${cpu})`;
-  };
-  const ratio = (a: number, b: number | undefined): string => (b === undefined || !(b > 0) ? '-' : `${fmt(a / b)}x`);
   const rows: string[][] = [['case', 'Cairn', 'Mosquitto', 'Cairn/Mosquitto']];
-  for (const [label, value] of rawDiskRows(...raw)) rows.push([label, value, '', '']);
-  const latencyRow = (label: string, pick: (r: MqttResults) => number): void => {
+  if (latency !== undefined) rows.push(...latencyRows(latency));
+  if (throughputs !== undefined) rows.push(...throughputRows(throughputs));
+  if (latency !== undefined) rows.push(...durableTargetRowsOf(latency));
+
+  console.log(`MQTT: ${latencyCount} sequential publishes per latency case (after ${warmUpPublishes} unmeasured, offline subscriber: ${sessionWarmUpRounds + 1} x ${sessionWarmUpPublishes}; raw disk, Cairn and Mosquitto cases alternate), ${throughputCount} x 100 B per throughput case (median of ${throughputRuns}); disk: ${benchBaseDir()}${cases.latency && cases.throughput ? '' : `; only the ${cases.latency ? 'latency' : 'throughput'} rows (CAIRN_BENCH_MQTT_CASES)`}`);
+  printTable(rows);
+  console.log(`Latency ratios > 1: Cairn slower; throughput ratios > 1: Cairn faster. Offline-sub case is Cairn's durable path (fsync per publish).`);
+  if (throughputs !== undefined) console.log('CPU per msg (throughput rows, the median run): every thread of the broker process, and the bench process (the MQTT.js publisher and subscribers); where the client spends more than the broker, the rate is mostly the client\'s.');
+  console.log(mosquittoNote);
+  if (stages?.cairn === undefined) return;
+  console.log('Cairn, per stage of one sequential QoS 1 round trip (src/stage-timing.ts; a second broker after the measured cases, with stage timing on, its offline-sub case alternating with the bare durable Node server\'s, timed the same way; sync submitted -> sync done is the fdatasync, on the thread pool with the hops to it and back, or on the event loop, where a lone batch is written and synced by one O_DSYNC pwrite and marks no \'written\'):');
+  printTable(stageRows(stages.cairn, latency!.raw[0].p99, stages.bareNode?.durable));
+}
+
+const ms = (value: number): string => `${fmt(value, 3)} ms`;
+
+const ratio = (a: number, b: number | undefined): string => (b === undefined || !(b > 0) ? '-' : `${fmt(a / b)}x`);
+
+function rate(t: Throughput): string {
+  const cpu = `${t.brokerCpuUs === undefined ? '' : `; CPU per msg: broker ${fmt(t.brokerCpuUs, 1)} us`}${t.clientCpuUs === undefined ? '' : `, client ${fmt(t.clientCpuUs, 1)} us`}`;
+  return `${Math.round(t.rate).toLocaleString('en-US')} msg/s (rcvd ${t.received}/${throughputCount}${Number.isNaN(t.acked) ? '' : `, acked ${t.acked}`}${cpu})`;
+}
+
+/** The raw disk, the brokers' and the bare servers' latency rows, with their CPU per round trip. */
+function latencyRows(run: LatencyRun): string[][] {
+  const rows: string[][] = [];
+  const [cairn, mosquitto] = run.results as [LatencyResults, LatencyResults | undefined];
+  for (const [label, value] of rawDiskRows(...run.raw)) rows.push([label, value, '', '']);
+  const latencyRow = (label: string, pick: (r: LatencyResults) => number): void => {
     rows.push([label, ms(pick(cairn)), mosquitto ? ms(pick(mosquitto)) : 'skipped', ratio(pick(cairn), mosquitto && pick(mosquitto))]);
   };
   latencyRow('QoS 1 seq publish, no subscriber p50', (r) => r.noSub.p50);
@@ -511,7 +545,7 @@ export async function benchMqtt(): Promise<void> {
   // The floors: bare servers that only answer (Node: bare-puback-server.ts, C: bare-puback-server.c), same client,
   // alternating with the brokers; the C one's gap to the Node one is Node's.
   const bareRow = (server: BareServer, labelEnd: string, cells: (latency: LatencySummary) => [string, string]): void => {
-    const result = bare.get(server);
+    const result = run.bare.get(server);
     if (result === undefined) {
       rows.push([`  the same on a ${server.label}: p50 / p99`, `not measured: ${server.why ?? 'unknown'}`, '', '']);
       return;
@@ -519,32 +553,39 @@ export async function benchMqtt(): Promise<void> {
     const [value, against] = cells(result.latency);
     rows.push([`  the same on a ${server.label}: p50 / p99${labelEnd}`, value, '', against]);
   };
-  for (const server of bareServers.noSub) {
+  for (const server of run.bareServers.noSub) {
     bareRow(server, '', ({ p50, p99 }) => [`${ms(p50)} / ${ms(p99)}`, `${ratio(p50, mosquitto?.noSub.p50)} / ${ratio(p99, mosquitto?.noSub.p99)}`]);
   }
   const cpu = (server: BareServer, pick: (times: NonNullable<ReturnType<TimedCase['perRoundTrip']>>) => number): string => {
-    const times = bare.get(server)?.threads.perRoundTrip();
+    const times = run.bare.get(server)?.threads.perRoundTrip();
     return times === undefined ? '-' : `${fmt(pick(times), 1)} us`;
   };
   const brokerLoopCpu = (threads: TimedCase): string => {
     const times = threads.perRoundTrip();
     return times === undefined ? '-' : `${fmt(times.loopRunUs, 1)} us`;
   };
-  const [bareData, bareDirect, bareC] = bareServers.noSub;
+  const [bareData, bareDirect, bareC] = run.bareServers.noSub;
   rows.push([
     `  CPU per no-subscriber round trip, event loop (main thread): Cairn | bare Node 'data' | bare Node direct; every thread: bare C`,
-    `${[brokerLoopCpu(brokerNoSubThreads[0]!), cpu(bareData!, (t) => t.loopRunUs), cpu(bareDirect!, (t) => t.loopRunUs)].join(' | ')}; ${cpu(bareC!, (t) => t.loopRunUs + t.otherRunUs)}`,
-    brokerNoSubThreads[1] === undefined ? 'skipped' : brokerLoopCpu(brokerNoSubThreads[1]),
+    `${[brokerLoopCpu(run.brokerNoSubThreads[0]!), cpu(bareData!, (t) => t.loopRunUs), cpu(bareDirect!, (t) => t.loopRunUs)].join(' | ')}; ${cpu(bareC!, (t) => t.loopRunUs + t.otherRunUs)}`,
+    run.brokerNoSubThreads[1] === undefined ? 'skipped' : brokerLoopCpu(run.brokerNoSubThreads[1]),
     '',
   ]);
   latencyRow('QoS 1 seq publish, offline persistent sub p50', (r) => r.offline.p50);
   latencyRow('QoS 1 seq publish, offline persistent sub p99', (r) => r.offline.p99);
   // The durable floors: the same client's publishes to bare servers that sync each one (one O_DSYNC pwrite) before
   // its PUBACK, alternating with the brokers' durable case.
-  for (const server of bareServers.durable) {
+  for (const server of run.bareServers.durable) {
     bareRow(server, '; Cairn / bare', ({ p50, p99 }) => [`${ms(p50)} / ${ms(p99)}; ${ratio(cairn.offline.p50, p50)} / ${ratio(cairn.offline.p99, p99)}`, '']);
   }
-  const throughputRow = (label: string, pick: (r: MqttResults) => Throughput): void => {
+  return rows;
+}
+
+/** The pub->sub, $share and fan-out rows. */
+function throughputRows(results: readonly ThroughputResults[]): string[][] {
+  const rows: string[][] = [];
+  const [cairn, mosquitto] = results as [ThroughputResults, ThroughputResults | undefined];
+  const throughputRow = (label: string, pick: (r: ThroughputResults) => Throughput): void => {
     rows.push([label, rate(pick(cairn)), mosquitto ? rate(pick(mosquitto)) : 'skipped', ratio(pick(cairn).rate, mosquitto && pick(mosquitto).rate)]);
   };
   const ahead = `<= ${qos1WindowMessages} ahead`;
@@ -554,34 +595,33 @@ export async function benchMqtt(): Promise<void> {
   throughputRow(`QoS 1 pub->$share (${sharedMembers} members) throughput, ${ahead}`, (r) => r.shared);
   throughputRow(`MQTT 5 QoS 1 pub->sub, 2 user properties, ${ahead}`, (r) => r.qos1v5);
   throughputRow(`MQTT 5 QoS 1 pub->$share (${sharedMembers} members), 2 user properties, ${ahead}`, (r) => r.sharedV5);
-  const fanOutRow = (label: string, pick: (r: MqttResults) => FanOut): void => {
+  const fanOutRow = (label: string, pick: (r: ThroughputResults) => FanOut): void => {
     rows.push([label, fanOutCell(pick(cairn)), mosquitto ? fanOutCell(pick(mosquitto)) : 'skipped', ratio(pick(cairn).rate, mosquitto && pick(mosquitto).rate)]);
   };
   const fanOutLabel = `fan-out, 1 publisher -> ${fanOutSubscribers} subscribers x ${fanOutMessages}, <= ${fanOutWindowMessages} ahead of the slowest (deliveries/s)`;
   fanOutRow(`QoS 0 ${fanOutLabel}`, (r) => r.fanOut0);
   fanOutRow(`QoS 1 ${fanOutLabel}`, (r) => r.fanOut1);
-  for (const [label, value] of durableTargetRows(raw, cairn.noSub, cairn.offline)) rows.push([`${label} (no sub / offline sub)`, value, '', '']);
+  return rows;
+}
+
+/** The durable round trip's target, for Cairn and for each bare durable server, and Cairn's thread times per round trip. */
+function durableTargetRowsOf(run: LatencyRun): string[][] {
+  const rows: string[][] = [];
+  const cairn = run.results[0]!;
+  for (const [label, value] of durableTargetRows(run.raw, cairn.noSub, cairn.offline)) rows.push([`${label} (no sub / offline sub)`, value, '', '']);
   // The same target for each bare durable server against its no-subscriber counterpart's round trip: what this
   // machine allows a server that does nothing but the O_DSYNC write and the PUBACK, in Node and in C.
-  for (const server of bareServers.durable) {
-    const durable = bare.get(server);
-    const nonDurable = server.nonDurable === undefined ? undefined : bare.get(server.nonDurable);
+  for (const server of run.bareServers.durable) {
+    const durable = run.bare.get(server);
+    const nonDurable = server.nonDurable === undefined ? undefined : run.bare.get(server.nonDurable);
     const name = `${server.name} / ${server.nonDurable?.name ?? '-'}`;
     if (durable === undefined || nonDurable === undefined) {
       rows.push([`  the same, ${name}`, `not measured: ${server.why ?? 'unknown'}`, '', '']);
       continue;
     }
-    for (const [label, value] of durableTargetRows(raw, nonDurable.latency, durable.latency)) rows.push([`  ${label}, ${name}`, value, '', '']);
+    for (const [label, value] of durableTargetRows(run.raw, nonDurable.latency, durable.latency)) rows.push([`  ${label}, ${name}`, value, '', '']);
   }
-  for (const [label, value] of threadTimeRow('Cairn, no subscriber', cairnThreads[0].perRoundTrip())) rows.push([label, value, '', '']);
-  for (const [label, value] of threadTimeRow('Cairn, offline persistent sub', cairnThreads[1].perRoundTrip())) rows.push([label, value, '', '']);
-
-  console.log(`MQTT: ${latencyCount} sequential publishes per latency case (after ${warmUpPublishes} unmeasured, offline subscriber: ${sessionWarmUpRounds + 1} x ${sessionWarmUpPublishes}; raw disk, Cairn and Mosquitto cases alternate), ${throughputCount} x 100 B per throughput case (median of ${throughputRuns}); disk: ${benchBaseDir()}`);
-  printTable(rows);
-  console.log(`Latency ratios > 1: Cairn slower; throughput ratios > 1: Cairn faster. Offline-sub case is Cairn's durable path (fsync per publish).`);
-  console.log('CPU per msg (throughput rows, the median run): every thread of the broker process, and the bench process (the MQTT.js publisher and subscribers); where the client spends more than the broker, the rate is mostly the client\'s.');
-  console.log(mosquittoNote);
-  if (stages?.cairn === undefined) return;
-  console.log('Cairn, per stage of one sequential QoS 1 round trip (src/stage-timing.ts; a second broker after the measured cases, with stage timing on, its offline-sub case alternating with the bare durable Node server\'s, timed the same way; sync submitted -> sync done is the fdatasync, on the thread pool with the hops to it and back, or on the event loop, where a lone batch is written and synced by one O_DSYNC pwrite and marks no \'written\'):');
-  printTable(stageRows(stages.cairn, raw[0].p99, stages.bareNode?.durable));
+  for (const [label, value] of threadTimeRow('Cairn, no subscriber', run.cairnThreads[0].perRoundTrip())) rows.push([label, value, '', '']);
+  for (const [label, value] of threadTimeRow('Cairn, offline persistent sub', run.cairnThreads[1].perRoundTrip())) rows.push([label, value, '', '']);
+  return rows;
 }
