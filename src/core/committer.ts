@@ -27,6 +27,7 @@
  * the group's end (a snapshot inside a group would hold half of it).
  */
 import { assert } from '../assert.js';
+import { queueMicrotaskPlain } from '../microtask.js';
 import { apply } from '../projections/apply.js';
 import { RecordKind, type BodyOf, type BrokerRecord, type DestinationRef, type RecordKindName } from '../projections/records.js';
 import type { BrokerState } from '../projections/state.js';
@@ -145,7 +146,7 @@ export class Committer implements DestinationCommitter {
     if (batch === undefined) {
       batch = new DeferredBatch();
       this.deferred = batch;
-      queueMicrotask(this.flushDeferredTask);
+      queueMicrotaskPlain(this.flushDeferredTask);
     }
     for (const r of records) batch.records.push(r);
     return batch.promise;
@@ -218,9 +219,11 @@ export class Committer implements DestinationCommitter {
     else this.settling.set(key, { kind, ref, seqs: [seq] });
     if (!this.settleScheduled) {
       this.settleScheduled = true;
-      queueMicrotask(() => this.flushSettled());
+      queueMicrotaskPlain(this.flushSettledTask);
     }
   }
+
+  private readonly flushSettledTask = (): void => this.flushSettled();
 
   /** Write deferred records and coalesced acks/deliveries now: any record that follows must see them first. */
   flushSettled(): void {

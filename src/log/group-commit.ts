@@ -43,6 +43,7 @@
  */
 import { join } from 'node:path';
 import { assert } from '../assert.js';
+import { queueMicrotaskPlain } from '../microtask.js';
 import type { Logger } from '../logger.js';
 import { countLoneSync, markStage, Stage } from '../stage-timing.js';
 import { DataSyncWriter } from './data-sync-writer.js';
@@ -141,6 +142,12 @@ export class GroupCommit {
   /** fdatasyncs not yet told to onSync: (seconds, records) pairs. */
   private syncReports: number[] = [];
   private syncReportScheduled = false;
+  /**
+   * The last report's Immediate, kept after it ran: an Immediate's shape is a V8 map that lives only as long as
+   * some Immediate does, and a full GC between two syncs with none alive dropped it and the optimised code of this
+   * path (noteSync, Node's timers) with it, to be compiled again among the next round trips.
+   */
+  private syncReportImmediate: NodeJS.Immediate | undefined = undefined;
   private idleCallbacks: (() => void)[] = [];
   private active: ActiveSegment;
   private readonly zeroFill: ZeroFill | undefined;
@@ -269,7 +276,7 @@ export class GroupCommit {
     });
     if (!this.pumpScheduled && !this.writing) {
       this.pumpScheduled = true;
-      queueMicrotask(this.pumpTask);
+      queueMicrotaskPlain(this.pumpTask);
     }
     return promise;
   }
@@ -416,7 +423,7 @@ export class GroupCommit {
     if (this.syncReports.length >= 2 * syncReportsHeldMax) return this.reportSyncs();
     if (this.syncReportScheduled) return;
     this.syncReportScheduled = true;
-    setImmediate(this.reportSyncs);
+    this.syncReportImmediate = setImmediate(this.reportSyncs);
   }
 
   private readonly reportSyncs = (): void => {

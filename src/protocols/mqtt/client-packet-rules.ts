@@ -91,15 +91,41 @@ export function checkClientPacket(packet: Packet, bytes: Buffer, protocolVersion
   // A CONNECT names its own version; every later packet is read at the connection's.
   const version = packet.cmd === 'connect' ? packet.protocolVersion : protocolVersion;
   if (version === 5) {
-    const propertyProblem = v5PropertiesProblem(packet);
-    if (propertyProblem !== undefined) return { kind: 'malformed', ...propertyProblem };
-    // CONNECT's strings, properties included, are always walked (connectProblem).
-    const stringProblem = packet.cmd !== 'connect' && propertyStringsSuspect((packet as { properties?: object }).properties) ? findStringFieldProblem(bytes, true) : undefined;
-    if (stringProblem !== undefined) return { kind: 'malformed', reason: stringProblem };
+    const v5Problem = v5ProblemOf(packet, bytes);
+    if (v5Problem !== undefined) return v5Problem;
   }
   const problem = findProblem(packet, bytes, version === 5, checkedTopic);
   // The cast is what the checks above proved: e.g. a packet id is present where ClientPacket says so.
   return problem === undefined ? { kind: 'packet', packet: packet as ClientPacket } : { kind: 'malformed', reason: problem };
+}
+
+/**
+ * checkClientPacket for what decodeHotPacket decoded (a PUBLISH, a PUBACK of 2 bytes), through functions that only
+ * PUBLISH packets reach. The general ones also see mqtt-packet's packets (a CONNECT's, a SUBSCRIBE's), whose shapes
+ * V8 forgets at a full GC once none is alive: the optimised code they shared with the hot packets was then thrown
+ * away and compiled again, on a CPU the round trips wanted. The same rules, the same answers.
+ */
+export function checkHotPacket(packet: IPublishPacket | IPubackPacket, bytes: Buffer, protocolVersion: ProtocolVersion, checkedTopic?: string): DecodeResult {
+  if (packet.cmd === 'puback') {
+    // Its length is 2 (decodeHotPacket takes no other): only the id can be wrong.
+    return isPacketId(packet.messageId) ? { kind: 'packet', packet: packet as ClientPacket } : { kind: 'malformed', reason: missingPacketId('PUBACK') };
+  }
+  const v5 = protocolVersion === 5;
+  // A property-less v5 PUBLISH (the common one) has nothing for the v5 checks to look at.
+  if (v5 && packet.properties !== undefined) {
+    const v5Problem = v5ProblemOf(packet, bytes);
+    if (v5Problem !== undefined) return v5Problem;
+  }
+  const problem = publishProblem(packet, bytes, v5, checkedTopic);
+  return problem === undefined ? { kind: 'packet', packet: packet as ClientPacket } : { kind: 'malformed', reason: problem };
+}
+
+/** MQTT 5's property rules and the strings inside properties (a CONNECT's are walked by connectProblem). */
+function v5ProblemOf(packet: Packet, bytes: Buffer): DecodeResult | undefined {
+  const propertyProblem = v5PropertiesProblem(packet);
+  if (propertyProblem !== undefined) return { kind: 'malformed', ...propertyProblem };
+  const stringProblem = packet.cmd !== 'connect' && propertyStringsSuspect((packet as { properties?: object }).properties) ? findStringFieldProblem(bytes, true) : undefined;
+  return stringProblem === undefined ? undefined : { kind: 'malformed', reason: stringProblem };
 }
 
 function findProblem(packet: Packet, bytes: Buffer, v5: boolean, checkedTopic: string | undefined): string | undefined {
@@ -138,9 +164,16 @@ function findProblem(packet: Packet, bytes: Buffer, v5: boolean, checkedTopic: s
 }
 
 function packetIdProblem(packet: Packet): string | undefined {
-  const id = packet.messageId;
-  if (id !== undefined && Number.isInteger(id) && id >= 1 && id <= packetIdMax) return undefined;
-  return `${packet.cmd.toUpperCase()} needs a non-zero packet identifier [MQTT-2.3.1-1]`;
+  return isPacketId(packet.messageId) ? undefined : missingPacketId(packet.cmd.toUpperCase());
+}
+
+/** Takes the id, not the packet: PUBLISH's check calls it, and no other packet's shape may reach that code. */
+function isPacketId(id: number | undefined): boolean {
+  return id !== undefined && Number.isInteger(id) && id >= 1 && id <= packetIdMax;
+}
+
+function missingPacketId(packetName: string): string {
+  return `${packetName} needs a non-zero packet identifier [MQTT-2.3.1-1]`;
 }
 
 /** mqtt-packet reads what it needs and ignores the rest: a fixed-size packet of another size is malformed. */
@@ -151,8 +184,7 @@ function lengthProblem(packet: Packet, remainingLength: number): string | undefi
 
 function publishProblem(packet: IPublishPacket, bytes: Buffer, v5: boolean, checkedTopic: string | undefined): string | undefined {
   if (packet.qos > 0) {
-    const problem = packetIdProblem(packet);
-    if (problem !== undefined) return problem;
+    if (!isPacketId(packet.messageId)) return missingPacketId('PUBLISH');
   } else if (packet.dup) {
     return 'PUBLISH with QoS 0 must not have DUP set [MQTT-3.3.1-2]';
   }

@@ -22,7 +22,7 @@ import { Buffer } from 'node:buffer';
 import { generate, parser as createParser, type Packet, type Parser } from 'mqtt-packet';
 import { AssertionError, assert } from '../../assert.js';
 import type { MqttOutgoingPublish } from '../../core/api.js';
-import { checkClientPacket, type DecodeResult, type ProtocolVersion } from './client-packet-rules.js';
+import { checkClientPacket, checkHotPacket, type DecodeResult, type ProtocolVersion } from './client-packet-rules.js';
 import { readFixedHeader } from './framer.js';
 import { decodePublishProperties, encodePublishProperties, variableIntegerSize, writeVariableInteger, type PublishPacketProperties } from './publish-properties-codec.js';
 import type { IPubackPacket, IPublishPacket } from 'mqtt-packet';
@@ -69,7 +69,7 @@ export class PacketDecoder {
     const fast = decodeHotPacket(bytes, this.protocolVersionValue, this.topics, this.payloads);
     if (fast !== undefined) {
       const topics = this.topics;
-      const result = checkClientPacket(fast, bytes, this.protocolVersionValue, topics.checked);
+      const result = checkHotPacket(fast, bytes, this.protocolVersionValue, topics.checked);
       if (result.kind === 'packet' && fast.cmd === 'publish') {
         const topic = fast.topic;
         if (topic.length > 0) topics.checked = topic;
@@ -116,10 +116,13 @@ export function decodeHotPacket(
 ): IPublishPacket | IPubackPacket | undefined {
   const firstByte = bytes[0];
   if (firstByte === 0x40 && bytes.length === 4 && bytes[1] === 0x02) {
-    // The same object mqtt-packet's parser builds, so the two decoders stay interchangeable.
-    const puback = { cmd: 'puback', retain: false, qos: 0, dup: false, length: 2, topic: null, payload: null, messageId: uint16At(bytes, 2) } as IPubackPacket;
-    if (protocolVersion === 5) puback.reasonCode = 0;
-    return puback;
+    // The same object mqtt-packet's parser builds, so the two decoders stay interchangeable; each shape in its own
+    // literal, as for PUBLISH below.
+    const messageId = uint16At(bytes, 2);
+    if (protocolVersion === 5) {
+      return { cmd: 'puback', retain: false, qos: 0, dup: false, length: 2, topic: null, payload: null, messageId, reasonCode: 0 } as IPubackPacket;
+    }
+    return { cmd: 'puback', retain: false, qos: 0, dup: false, length: 2, topic: null, payload: null, messageId } as IPubackPacket;
   }
   if (firstByte === undefined || firstByte >> 4 !== 3) return undefined;
   const qosBits = (firstByte >> 1) & 0x03;
@@ -143,14 +146,20 @@ export function decodeHotPacket(
   const dup = (firstByte & 0x08) !== 0;
   const topic = topics === undefined ? bytes.toString('utf8', topicStart, topicEnd) : topics.topicOf(bytes, topicStart, topicEnd);
   const payload = payloads === undefined ? bytes.subarray(payloadStart) : payloads.of(bytes, payloadStart);
-  // A QoS 1/2 PUBLISH gets its messageId in its own literal rather than added after: an added property's shape is
-  // a V8 map transition, held only by live packets, so a full GC with none alive dropped it and the optimised code
-  // of every function that had seen it (decode, dispatch, the packet checks) was thrown away and recompiled.
-  const packet: IPublishPacket = qos > 0
-    ? { cmd: 'publish', retain, qos, dup, length: header.remainingLength, topic, payload, messageId: uint16At(bytes, topicEnd) }
-    : { cmd: 'publish', retain, qos, dup, length: header.remainingLength, topic, payload };
-  if (properties !== undefined) packet.properties = properties;
-  return packet;
+  // Each shape in its own literal (messageId for QoS 1/2, properties for a v5 one), never a property added after:
+  // an added property's shape is a V8 map transition, held only by live packets, so a full GC with none alive
+  // dropped it and the optimised code of every function that had seen it (decode, dispatch, the packet checks)
+  // was thrown away and recompiled.
+  const length = header.remainingLength;
+  if (qos > 0) {
+    const messageId = uint16At(bytes, topicEnd);
+    return properties === undefined
+      ? { cmd: 'publish', retain, qos, dup, length, topic, payload, messageId }
+      : { cmd: 'publish', retain, qos, dup, length, topic, payload, messageId, properties };
+  }
+  return properties === undefined
+    ? { cmd: 'publish', retain, qos, dup, length, topic, payload }
+    : { cmd: 'publish', retain, qos, dup, length, topic, payload, properties };
 }
 
 /** The big-endian 16-bit integer at `at`, which the caller checked is inside `bytes` (readUInt16BE checks again, out of line). */
