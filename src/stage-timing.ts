@@ -19,7 +19,8 @@
  * first mark. A trace with a sync is a durable round trip; one without, not.
  *
  * Work that is no stage of a round trip but may hold one up is noted as busy
- * intervals (a GC, a zero fill in flight, a snapshot): the report counts the
+ * intervals (a GC, a zero fill in flight, a snapshot, an HTTP request taken in
+ * or answered, a render slice): the report counts the
  * slowest 1% of durable round trips that overlapped each, beside the share of
  * all durable round trips that did — what the tail has that the rest has not.
  *
@@ -41,19 +42,29 @@ export interface StageTraces {
   readonly monotonicOffsetMs: number;
   readonly durable: ReadonlyArray<ReadonlyArray<number | null>>;
   readonly nonDurable: ReadonlyArray<ReadonlyArray<number | null>>;
+  /** Per Busy kind, [start, end] pairs in performance.now() ms (noteBusy). */
+  readonly busy: ReadonlyArray<ReadonlyArray<number>>;
 }
 
 export const Stage = { read: 0, decoded: 1, appended: 2, routed: 3, written: 4, syncSubmitted: 5, syncDone: 6, resolved: 7, flushBegun: 8, ackWritten: 9 } as const;
 export type Stage = (typeof Stage)[keyof typeof Stage];
 export const stageNames = ['read', 'decoded', 'appended', 'routed', 'written', 'sync submitted', 'sync done', 'resolved', 'flush begun', 'ack written'] as const;
 const stageCount = stageNames.length;
+/**
+ * After the stages, each trace keeps the event loop's idle time so far (performance.eventLoopUtilization().idle, ms:
+ * time in the poll for I/O, a wait for a core after the poll's wake-up included) at its read and at its ack written:
+ * across the gap from one trace's ack to the next one's read, the idle time that passed says how much of the gap
+ * the loop spent on other work.
+ */
+export const idleAtRead = stageCount;
+export const idleAtAckWritten = stageCount + 1;
 /** Traces kept per kind; later ones are dropped (a bench's latency cases take a few thousand). */
 const tracesMax = 100_000;
 
 /** Work beside the round trips that may hold them up (noteBusy). */
-export const Busy = { gc: 0, zeroFill: 1, snapshot: 2 } as const;
+export const Busy = { gc: 0, zeroFill: 1, snapshot: 2, http: 3 } as const;
 export type Busy = (typeof Busy)[keyof typeof Busy];
-export const busyNames = ['a GC', 'a zero fill', 'a snapshot'] as const;
+export const busyNames = ['a GC', 'a zero fill', 'a snapshot', "an HTTP request's loop work"] as const;
 
 export interface StageSummary {
   readonly traces: number;
@@ -99,7 +110,7 @@ export function enableStageTimingFrom(env: NodeJS.ProcessEnv): void {
 /** Every trace kept so far, with the offset of performance.now() to CLOCK_MONOTONIC (both read here, microseconds apart). */
 export function stageTraces(): StageTraces {
   const monotonicOffsetMs = Number(process.hrtime.bigint()) / 1e6 - performance.now();
-  return { monotonicOffsetMs, durable: completed.durable.map((trace) => [...trace]), nonDurable: completed.nonDurable.map((trace) => [...trace]) };
+  return { monotonicOffsetMs, durable: completed.durable.map((trace) => [...trace]), nonDurable: completed.nonDurable.map((trace) => [...trace]), busy: busyIntervals.map((intervals) => [...intervals]) };
 }
 
 /** Traces from now on (stageReport() reads them). */
@@ -114,8 +125,9 @@ export function enableStageTiming(): void {
 
 /** `kind` of work ran from `startMs` to `endMs` (performance.now()). */
 export function noteBusy(kind: Busy, startMs: number, endMs: number): void {
+  if (!enabled) return;
   const intervals = busyIntervals[kind]!;
-  if (enabled && intervals.length < 2 * tracesMax) intervals.push(startMs, endMs);
+  if (intervals.length < 2 * tracesMax) intervals.push(startMs, endMs);
 }
 
 /**
@@ -128,8 +140,9 @@ export function markStage(stage: Stage): void {
 
 function recordStage(stage: Stage): void {
   if (stage === Stage.read) {
-    current = new Float64Array(stageCount).fill(Number.NaN);
+    current = new Float64Array(stageCount + 2).fill(Number.NaN);
     current[Stage.read] = performance.now();
+    current[idleAtRead] = performance.eventLoopUtilization().idle;
     return;
   }
   if (current === undefined) return;
@@ -141,6 +154,7 @@ function recordStage(stage: Stage): void {
   if ((stage === Stage.flushBegun || stage === Stage.ackWritten) && Number.isNaN(current[Stage.resolved]!)) return;
   if (Number.isNaN(current[stage]!)) current[stage] = performance.now();
   if (stage !== Stage.ackWritten) return;
+  current[idleAtAckWritten] = performance.eventLoopUtilization().idle;
   const kind = Number.isNaN(current[Stage.syncDone]!) ? completed.nonDurable : completed.durable;
   if (kind.length < tracesMax) kind.push(current);
   current = undefined;

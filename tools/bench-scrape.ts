@@ -36,6 +36,10 @@ import { startDecoyProcess, startScraperProcess, type ScraperProcess } from './b
 import { summarize, withTimeout, type RoundTripCase } from './bench-side-by-side.js';
 import { startCairnProcess } from './cairn-process.js';
 import { threadTimes } from './bench-thread-times.js';
+import { monotonicMs, stageRowsByWindowKind, type WindowSpan } from './bench-scrape-stages.js';
+import { stageTimingVariable, stageTracesVariable, type StageTraces } from '../src/stage-timing.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 const scrapedQueues = 1_000;
 const windowMs = Number(process.env['CAIRN_BENCH_SCRAPE_WINDOW_MS'] ?? 1_500);
@@ -43,8 +47,13 @@ const windowMs = Number(process.env['CAIRN_BENCH_SCRAPE_WINDOW_MS'] ?? 1_500);
 const blocksPerCase = Number(process.env['CAIRN_BENCH_SCRAPE_BLOCKS'] ?? 8);
 const latencySampleBatch = 100;
 const target = 0.05;
-/** CAIRN_BENCH_SCRAPE_CASES=latency or throughput runs only those rows (decomposition; the target is all of them). */
+/**
+ * CAIRN_BENCH_SCRAPE_CASES=latency or throughput runs only those rows (decomposition; the target is all of them);
+ * `durable` only the offline persistent subscriber's.
+ */
 const cases = process.env['CAIRN_BENCH_SCRAPE_CASES'] ?? 'all';
+/** CAIRN_BENCH_SCRAPE_STAGES=1: the broker stage-timed, and the durable row's stages by window kind (bench-scrape-stages.ts). */
+const stagesWanted = process.env['CAIRN_BENCH_SCRAPE_STAGES'] === '1';
 /**
  * The QoS 1 rows' publishers (pub->sub and $share) keep at most this many messages published and not yet received: a clean
  * session holds at most 4,096 queued messages and drops the oldest past that, and a row whose windows dropped
@@ -124,20 +133,26 @@ class CountedScraper {
 /** One block: each kind's windows, and the rounds each scraper made in its windows. */
 interface Block { readonly windows: Record<WindowKind, number[][]>; readonly rounds: Record<LoadedKind, number> }
 
-/** Blocks of windows in windowOrder, after one unmeasured window; `loads` says which scraper runs in a kind's window. */
-async function alternate(measured: WindowedCase, loads: Readonly<Record<LoadedKind, CountedScraper>>): Promise<Block[]> {
+/**
+ * Blocks of windows in windowOrder, after one unmeasured window; `loads` says which scraper runs in a kind's window.
+ * Each window's span is added to `spans`.
+ */
+async function alternate(measured: WindowedCase, loads: Readonly<Record<LoadedKind, CountedScraper>>, spans: WindowSpan[] = []): Promise<Block[]> {
   const blocks: Block[] = [];
   await measured.measure(performance.now() + windowMs); // warm-up
   for (let b = 0; b < blocksPerCase; b++) {
     const block: Block = { windows: { plain: [], decoy: [], scraped: [] }, rounds: { decoy: 0, scraped: 0 } };
     for (const kind of windowOrder) {
+      const startMs = monotonicMs();
       if (kind === 'plain') {
         block.windows.plain.push(await measured.measure(performance.now() + windowMs));
+        spans.push({ kind, startMs, endMs: monotonicMs() });
         continue;
       }
       const load = loads[kind];
       load.resume();
       block.windows[kind].push(await measured.measure(performance.now() + windowMs));
+      spans.push({ kind, startMs, endMs: monotonicMs() });
       const rounds = await load.pause();
       load.fewestInAWindow = Math.min(load.fewestInAWindow, rounds);
       block.rounds[kind] += rounds;
@@ -197,8 +212,14 @@ export async function benchScrape(): Promise<void> {
   const scrapeNotes: string[] = [];
   const slowNotes: string[] = [];
   let costNote = '';
+  const durableSpans: WindowSpan[] = [];
+  // Beside the data directory, not in it: the broker owns what is there.
+  const stageDir = tempDir('cairn-bench-scrape-stages-');
+  const tracesFile = join(stageDir.dir, 'stage-traces.json');
+  const stageEnv: Record<string, string> = stagesWanted ? { [stageTimingVariable]: join(stageDir.dir, 'stage-timing.json'), [stageTracesVariable]: tracesFile } : {};
+  let stageRows: string[][] | undefined;
   try {
-    const broker = await startCairnProcess(data.dir);
+    const broker = await startCairnProcess(data.dir, [], stageEnv);
     const scraper = await CountedScraper.start(broker.httpPort, scrapedQueues);
     // Captured once the queues are declared: the decoy serves what the broker answered then.
     const decoy = await startDecoyProcess(broker.httpPort);
@@ -219,12 +240,12 @@ export async function benchScrape(): Promise<void> {
       const perKind = <T>(of: (kind: WindowKind) => T): Record<WindowKind, T> => ({ plain: of('plain'), decoy: of('decoy'), scraped: of('scraped') });
 
       for (const [label, open] of cases === 'throughput' ? [] : [
-        ['QoS 1 seq publish, no subscriber', () => openSequentialQos1(port, 'bench/nosub')],
+        ...(cases === 'durable' ? [] : [['QoS 1 seq publish, no subscriber', () => openSequentialQos1(port, 'bench/nosub')]] as const),
         ['QoS 1 seq publish, offline persistent sub', () => openOfflineSubscriberQos1(port, 'bench/offline')],
       ] as const) {
         const measured = latencyCase(label, await open());
         try {
-          const blocks = await alternate(measured, loads);
+          const blocks = await alternate(measured, loads, label.includes('offline') ? durableSpans : []);
           const all = (kind: WindowKind): number[] => blocks.flatMap((block) => block.windows[kind].flat());
           const pooled = perKind((kind) => summarize(all(kind)));
           for (const quantile of ['p50', 'p99'] as const) {
@@ -240,7 +261,7 @@ export async function benchScrape(): Promise<void> {
         }
       }
 
-      for (const [label, burst] of cases === 'latency' ? [] : [
+      for (const [label, burst] of cases === 'latency' || cases === 'durable' ? [] : [
         ['QoS 0 pub->sub throughput (msg/s)', () => throughput(port, 'bench/tput0', 0)],
         [`QoS 1 pub->sub throughput, <= ${qos1WindowMessages} in flight end to end (msg/s)`, () => throughput(port, 'bench/tput1', 1, 0, 4, qos1WindowMessages)],
         [`QoS 1 pub->$share (${sharedMembers} members) throughput, <= ${qos1WindowMessages} in flight end to end (msg/s)`, () => throughput(port, 'bench/shared1', 1, sharedMembers, 4, qos1WindowMessages)],
@@ -261,9 +282,11 @@ export async function benchScrape(): Promise<void> {
       scrapeNotes.push(`decoy scraper (its own process, lowest CPU priority, the same requests to the decoy's captured answers): ${decoyTotals.rounds} rounds (at least ${decoyScraper.fewestInAWindow} in every decoy window), slowest round ${fmt(decoyTotals.slowestRoundMs, 1)} ms, ${decoyTotals.failures} failed requests`);
       decoy.stop();
       await broker.stop();
+      if (stagesWanted) stageRows = stageRowsByWindowKind(JSON.parse(readFileSync(tracesFile, 'utf8')) as StageTraces, durableSpans);
     }
   } finally {
     data.remove();
+    stageDir.remove();
   }
   console.log(`MQTT rows with and without a monitoring load: ${blocksPerCase} blocks per row of six ${windowMs / 1000} s windows (${windowOrder.join(', ')}) after one unmeasured window; throughput in bursts of ${throughputCount} x 100 B.`);
   printTable(rows);
@@ -271,6 +294,10 @@ export async function benchScrape(): Promise<void> {
   console.log(costNote);
   for (const [label, { published, received }] of deliveredOf) console.log(`${label}: received ${received.toLocaleString('en-US')} of ${published.toLocaleString('en-US')} published`);
   for (const note of scrapeNotes) console.log(note);
+  if (stageRows !== undefined) {
+    console.log('The durable row stage-timed (src/stage-timing.ts; the broker ran with stage timing on, so these explain the rows, not judge them), each round trip in the kind of the window its read fell in:');
+    printTable(stageRows);
+  }
   console.log('Each block gives three ratios (latency: the loaded kind\'s / the lighter kind\'s; throughput: the lighter kind\'s / the loaded kind\'s), so > 1 always means the load slowed Cairn down: '
     + 'scraped/plain, the issue\'s question; decoy/plain, the machine\'s part (the scraper\'s own CPU and loopback copies, the broker answering nothing); scraped/decoy, the broker\'s part. '
     + 'A verdict passes when the median of its blocks\' ratios is within the target. plain, decoy and scraped pool every window of their kind.');

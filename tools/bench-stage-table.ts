@@ -74,6 +74,8 @@ export function stageRows(report: StageReport, rawP99Ms?: number, bare?: StageSu
   if (durable.tailOverlaps !== undefined && durable.overlaps !== undefined) {
     const slowest = Math.ceil(durable.traces / 100);
     busyNames.forEach((name, kind) => {
+      // A report from a build that noted fewer kinds has no count for the later ones.
+      if (durable.tailOverlaps[kind] === undefined) return;
       note(`durable round trips that overlapped ${name}: of the slowest 1% / of all`, `${durable.tailOverlaps[kind]} of ${slowest} / ${durable.overlaps[kind]} of ${durable.traces}`);
     });
   }

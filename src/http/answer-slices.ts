@@ -22,6 +22,8 @@
  * slice (the renderers copy them), so a sliced answer is a view of one moment.
  */
 
+import { Busy, noteBusy } from '../stage-timing.js';
+
 /** How long one slice may hold the event loop (ms) before the rest waits for the next turn. */
 export const sliceMs = 0.2;
 /** Items (queue objects, series lines) a renderer writes between two looks at the clock. */
@@ -35,8 +37,14 @@ export class SliceClock {
 
   async due(): Promise<void> {
     if (performance.now() - this.started < this.budgetMs) return;
+    this.noteSlice();
     await nextTurn();
     this.started = performance.now();
+  }
+
+  /** The slice so far, for the benches' stage timing (a noted interval of the loop's HTTP work). */
+  noteSlice(): void {
+    noteBusy(Busy.http, this.started, performance.now());
   }
 }
 
@@ -44,6 +52,7 @@ export class SliceClock {
 export async function renderInSlices(slices: Iterator<void>, budgetMs = sliceMs): Promise<void> {
   const clock = new SliceClock(budgetMs);
   while (!(slices.next().done ?? false)) await clock.due();
+  clock.noteSlice();
 }
 
 /** Renders `slices` in one go (tests; callers that need the bytes now). */

@@ -19,6 +19,7 @@ import { EventEmitter } from 'node:events';
 import type { SecureContextOptions } from 'node:tls';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '../logger.js';
+import { Busy, noteBusy } from '../stage-timing.js';
 import type { SecureContextHolder, TlsCredentials } from '../protocols/tls-credentials.js';
 import type { ForwardedRequest, ListenFailure, PostedAnswer, SocketThreadCommand, SocketThreadEvent, SocketThreadSettings } from './socket-thread-protocol.js';
 
@@ -91,13 +92,19 @@ class SocketThreadHost {
             reject(listenError(event.error));
             void worker.terminate();
             break;
-          case 'request':
+          case 'request': {
+            // The loop's work for a request is noted for the benches' stage timing: its synchronous start here, its answer's post.
+            const takenAt = performance.now();
             void this.serve(event).then((answer) => {
               if (!live) return;
+              const postedAt = performance.now();
               const command: SocketThreadCommand = { kind: 'answer', id: event.id, ...answer };
               worker.postMessage(command, [answer.body.buffer as ArrayBuffer]);
+              noteBusy(Busy.http, postedAt, performance.now());
             });
+            noteBusy(Busy.http, takenAt, performance.now());
             break;
+          }
           case 'log':
             this.logger[event.level](event.fields, event.message);
             break;

@@ -6,7 +6,7 @@
  * acknowledgement was resolved does not end it.
  */
 import { describe, expect, it } from 'vitest';
-import { Busy, countLoneSync, enableStageTiming, markStage, noteBusy, Stage, stageReport, stageTraces } from '../../src/stage-timing.js';
+import { Busy, countLoneSync, enableStageTiming, idleAtAckWritten, idleAtRead, markStage, noteBusy, Stage, stageReport, stageTraces } from '../../src/stage-timing.js';
 
 describe('stage timing', () => {
   it('sorts traces into durable and not, discards the ones that are not one sequential round trip, and counts sync lanes', () => {
@@ -68,5 +68,10 @@ describe('stage timing', () => {
     expect(performance.now() + traces.monotonicOffsetMs).toBeGreaterThanOrEqual(before);
     expect(Math.abs(performance.now() + traces.monotonicOffsetMs - Number(process.hrtime.bigint()) / 1e6)).toBeLessThan(1);
     expect(Number.isNaN(traces.nonDurable[0]![Stage.syncDone])).toBe(true);
+    // The loop's idle time at the read and at the ack: none passed between them (this test never let the loop turn).
+    expect(durable[idleAtRead]).toBeGreaterThanOrEqual(0);
+    expect(durable[idleAtAckWritten]).toBe(durable[idleAtRead]);
+    // The busy intervals noted, per kind.
+    expect(traces.busy[Busy.snapshot]).toEqual([-2, -1]);
   });
 });
