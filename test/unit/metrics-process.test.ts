@@ -78,8 +78,10 @@ describe('process and Node.js metrics', () => {
       // A read resets the monitor, which then records from its second tick on: the witness, reset alike, says when.
       witness.reset();
       await until(() => witness.count > 0, 'a delay recorded after the read by a monitor like prom-client\'s');
-      const heldUntil = Date.now() + blockedMs;
-      while (Date.now() < heldUntil) { /* the event loop held */ }
+      // Held on the monitors' own clock (uv_hrtime), one resolution longer than blockedMs: a hold that began right
+      // after a monitor's tick, timed by Date.now's whole milliseconds, recorded just under blockedMs now and then.
+      const heldUntil = process.hrtime.bigint() + BigInt((blockedMs + eventLoopDelayResolutionMs) * 1e6);
+      while (process.hrtime.bigint() < heldUntil) { /* the event loop held */ }
       await until(() => witness.max >= blockedMs * 1e6, 'the held loop recorded by the monitors');
       vi.advanceTimersByTime(processMetricsReuseMs);
       const within = await processFamilies(metrics);
