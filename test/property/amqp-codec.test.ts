@@ -6,12 +6,13 @@
  * give NEED_MORE; and byte-for-byte agreement with amqplib's independent
  * encoder, which round trips alone cannot provide.
  *
- * Replay: fast-check reports the seed and path of a failure; rerun with
- * FC_SEED=<seed> to reproduce it.
+ * Replay: the seed is printed; rerun with CAIRN_TEST_SEED=<seed> to reproduce
+ * a failure (fast-check also reports its path).
  */
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import fc from 'fast-check';
+import { announceSeed } from '../support/kit.js';
 import { describe, expect, it } from 'vitest';
 import {
   AmqpCodecError,
@@ -45,8 +46,7 @@ import {
   type MethodFieldType,
 } from '../../src/protocols/amqp/codec/index.js';
 
-const seedFromEnvironment = process.env['FC_SEED'];
-if (seedFromEnvironment !== undefined) fc.configureGlobal({ seed: Number(seedFromEnvironment) });
+fc.configureGlobal({ seed: announceSeed('amqp-codec properties') });
 
 const FRAME_MAX = 4096;
 

@@ -6,7 +6,7 @@
  *   packet over packetBytesMax, and never yield bytes that were not sent;
  * - PUBLISH and SUBACK as Cairn encodes them decode back, by mqtt-packet's own
  *   parser, to the same fields.
- * The seed is printed; rerun with FC_SEED=<seed> to replay a failure.
+ * The seed is printed; rerun with CAIRN_TEST_SEED=<seed> to replay a failure.
  */
 import fc from 'fast-check';
 import { generate, type Packet } from 'mqtt-packet';
@@ -14,9 +14,9 @@ import { describe, expect, it } from 'vitest';
 import { encodePublish, encodeSuback, PacketDecoder } from '../../src/protocols/mqtt/codec.js';
 import { PacketFramer } from '../../src/protocols/mqtt/framer.js';
 import { decodeReference, packetId, qos, topicName } from '../support/mqtt-arbitraries.js';
+import { announceSeed } from '../support/kit.js';
 
-const seed = Number(process.env['FC_SEED'] ?? Date.now() % 2 ** 31);
-console.info(`mqtt-codec properties: seed ${seed}`);
+const seed = announceSeed('mqtt-codec properties');
 const parameters = { seed, numRuns: 200 };
 
 const payload = fc.uint8Array({ maxLength: 600 }).map((bytes) => Buffer.from(bytes));

@@ -3,7 +3,7 @@
  * as checkClientPacket does for the same packet: the same accepted packet or the same malformed reason and code,
  * at level 4 and 5, for packets that break the rules on purpose (packet id 0, DUP on QoS 0, wildcards, U+0000 or
  * bad UTF-8 in the topic, an empty topic, a subscription identifier or a topic alias 0 in a v5 PUBLISH) as well
- * as for well-formed ones. The seed is printed; rerun with FC_SEED=<seed> to replay a failure.
+ * as for well-formed ones. The seed is printed; rerun with CAIRN_TEST_SEED=<seed> to replay a failure.
  */
 import fc from 'fast-check';
 import { generate } from 'mqtt-packet';
@@ -12,9 +12,9 @@ import { checkClientPacket, checkHotPacket } from '../../src/protocols/mqtt/clie
 import { decodeHotPacket } from '../../src/protocols/mqtt/codec.js';
 import { readFixedHeader } from '../../src/protocols/mqtt/framer.js';
 import { packetId, qos, topicName } from '../support/mqtt-arbitraries.js';
+import { announceSeed } from '../support/kit.js';
 
-const seed = Number(process.env['FC_SEED'] ?? Date.now() % 2 ** 31);
-console.info(`mqtt-hot-packet-rules properties: seed ${seed}`);
+const seed = announceSeed('mqtt-hot-packet-rules properties');
 const parameters = { seed, numRuns: 500 };
 
 const topic = fc.oneof(topicName, fc.constantFrom('', 'a/+', '#', 'a\u0000b', 'caf\u00e9', 'x/\ufffd'));

@@ -9,7 +9,7 @@
  *   acknowledgements with any reason code, SUBACK, UNSUBACK, PUBLISH with
  *   properties, DISCONNECT) parses back, by mqtt-packet at level 5, to the
  *   same fields.
- * The seed is printed; rerun with FC_SEED=<seed> to replay a failure.
+ * The seed is printed; rerun with CAIRN_TEST_SEED=<seed> to replay a failure.
  */
 import fc from 'fast-check';
 import { generate, type Packet } from 'mqtt-packet';
@@ -17,9 +17,9 @@ import { describe, expect, it } from 'vitest';
 import { encodePublish, PacketDecoder } from '../../src/protocols/mqtt/codec.js';
 import { encoder5 } from '../../src/protocols/mqtt/packet-encoder.js';
 import { decodeReference, packetId, qos, topicName } from '../support/mqtt-arbitraries.js';
+import { announceSeed } from '../support/kit.js';
 
-const seed = Number(process.env['FC_SEED'] ?? Date.now() % 2 ** 31);
-console.info(`mqtt5-codec properties: seed ${seed}`);
+const seed = announceSeed('mqtt5-codec properties');
 const parameters = { seed, numRuns: 200 };
 
 const payload = fc.uint8Array({ maxLength: 300 }).map((bytes) => Buffer.from(bytes));
