@@ -9,10 +9,9 @@ import { decode, encode } from '@msgpack/msgpack';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { decodeBody, unsupported } from '../../src/log/body-decoder.js';
+import { announceSeed } from '../support/kit.js';
 
-// Print the seed so a failure can be replayed with CAIRN_SEED=<seed>.
-const seed = Number(process.env['CAIRN_SEED'] ?? Date.now() % 2_147_483_647);
-console.log(`test/property/body-decoder: seed ${seed}`);
+const seed = announceSeed('test/property/body-decoder');
 
 const value = fc.letrec((tie) => ({
   any: fc.oneof(

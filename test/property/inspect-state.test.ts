@@ -13,6 +13,7 @@ import { runInspect } from '../../src/inspect/index.js';
 import { toJsonValue } from '../../src/inspect/format.js';
 import { WorkloadDriver } from '../support/inspect-workload.js';
 import { encodeState } from '../../src/projections/snapshot-codec.js';
+import { announceSeed } from '../support/kit.js';
 
 const clients = ['c0', 'c1'];
 const topics = ['a/b', 'a/c', 'sensors/x'];
@@ -66,8 +67,7 @@ async function stateAt(dir: string, lsn: number): Promise<unknown> {
 
 describe('inspect state --at X equals the live state at X', () => {
   it('for random workloads with snapshots', async () => {
-    const seed = Date.now() % 2 ** 31;
-    console.log(`inspect-state property seed ${seed}`);
+    const seed = announceSeed('inspect-state property');
     await fc.assert(
       fc.asyncProperty(fc.array(command, { minLength: 3, maxLength: 40 }), fc.array(fc.nat(), { minLength: 3, maxLength: 3 }), async (commands, picks) => {
         const dir = fs.mkdtempSync(join(os.tmpdir(), 'cairn-inspect-prop-'));

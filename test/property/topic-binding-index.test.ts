@@ -8,9 +8,9 @@ import { describe, expect, it } from 'vitest';
 import { TopicBindingIndex } from '../../src/core/binding-index.js';
 import { topicPatternMatches } from '../../src/core/topic-pattern.js';
 import { referencePatternMatches } from '../support/topic-references.js';
+import { announceSeed } from '../support/kit.js';
 
-const seed = Number(process.env['CAIRN_SEED'] ?? Date.now() % 2_147_483_647);
-console.log(`test/property/topic-binding-index: seed ${seed}`);
+const seed = announceSeed('test/property/topic-binding-index');
 const runs = { seed, numRuns: 300 } as const;
 
 const keyWordArbitrary = fc.constantFrom('', 'a', 'b', 'a*', '*', '#');

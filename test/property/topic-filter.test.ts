@@ -7,10 +7,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { topicMatchesFilter, validateTopicFilter, validateTopicName } from '../../src/core/topic-filter.js';
 import { referenceMatches } from '../support/topic-references.js';
+import { announceSeed } from '../support/kit.js';
 
-// Print the seed so a failure can be replayed with CAIRN_SEED=<seed>.
-const seed = Number(process.env['CAIRN_SEED'] ?? Date.now() % 2_147_483_647);
-console.log(`test/property/topic-filter: seed ${seed}`);
+const seed = announceSeed('test/property/topic-filter');
 const runs = { seed, numRuns: 1_000 } as const;
 
 /** Small alphabets so that interesting strings ('+' next to '/', '$' first...) are common. */

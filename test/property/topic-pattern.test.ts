@@ -8,9 +8,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { topicPatternMatches } from '../../src/core/topic-pattern.js';
 import { referencePatternMatches } from '../support/topic-references.js';
+import { announceSeed } from '../support/kit.js';
 
-const seed = Number(process.env['CAIRN_SEED'] ?? Date.now() % 2_147_483_647);
-console.log(`test/property/topic-pattern: seed ${seed}`);
+const seed = announceSeed('test/property/topic-pattern');
 const runs = { seed, numRuns: 2_000 } as const;
 
 /** Words of routing keys; '*', '#' and "a*" are plain words inside a key. */

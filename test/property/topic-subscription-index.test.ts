@@ -8,9 +8,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SubscriptionIndex } from '../../src/core/subscription-index.js';
 import { referenceMatches } from '../support/topic-references.js';
+import { announceSeed } from '../support/kit.js';
 
-const seed = Number(process.env['CAIRN_SEED'] ?? Date.now() % 2_147_483_647);
-console.log(`test/property/topic-subscription-index: seed ${seed}`);
+const seed = announceSeed('test/property/topic-subscription-index');
 const runs = { seed, numRuns: 300 } as const;
 
 type Qos = 0 | 1 | 2;

@@ -16,9 +16,9 @@ import { AmqpChannelError, AmqpConnectionError } from '../../src/protocols/amqp/
 import { defaultAmqpLimits } from '../../src/protocols/amqp/limits.js';
 import { OrderedReplies } from '../../src/protocols/amqp/ordered-replies.js';
 import { PublisherConfirms, type ConfirmOutcome } from '../../src/protocols/amqp/publisher-confirms.js';
+import { announceSeed } from '../support/kit.js';
 
-const seed = Number(process.env['CAIRN_SEED'] ?? Date.now() % 1_000_000);
-console.log(`amqp-channel property seed ${seed} (CAIRN_SEED=${seed} to replay)`);
+const seed = announceSeed('amqp-channel property');
 
 function manual(): { promise: Promise<void>; resolve: () => void; reject: (error: Error) => void } {
   let resolve!: () => void;
