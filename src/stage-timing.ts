@@ -213,7 +213,9 @@ function stageDeltas(traces: readonly Float64Array[]): number[][] {
   return deltas;
 }
 
-function quantile(values: number[], q: number): number {
+/** The value at `q` of `values` (the stage table's and the scrape bench's stage figures); NaN when there are none. */
+export function quantile(values: readonly number[], q: number): number {
+  if (values.length === 0) return Number.NaN;
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(q * (sorted.length - 1))]!;
 }

@@ -13,9 +13,10 @@
  * Stage timing costs the loop a little per round trip: these figures explain
  * the bench's rows, they are not its verdicts (run it without for those).
  */
-import { Busy, idleAtAckWritten, idleAtRead, Stage, stageNames, type StageTraces } from '../src/stage-timing.js';
+import { Busy, idleAtAckWritten, idleAtRead, quantile, Stage, stageNames, type StageTraces } from '../src/stage-timing.js';
 import { fmt } from './bench-mqtt.js';
 import type { WindowKind } from './bench-scrape-blocks.js';
+import { partitionPoint } from './partition-point.js';
 
 /** One measured window: its kind and its span in CLOCK_MONOTONIC ms. */
 export interface WindowSpan { readonly kind: WindowKind; readonly startMs: number; readonly endMs: number }
@@ -90,14 +91,7 @@ function overlapsOf(pairs: readonly number[]): (start: number, end: number) => b
   intervals.sort((a, b) => a[0] - b[0]);
   return (start, end) => {
     // The last interval that began before `end`: the only one that can still be running at `start`, or one inside.
-    let low = 0;
-    let high = intervals.length;
-    while (low < high) {
-      const middle = (low + high) >> 1;
-      if (intervals[middle]![0] < end) low = middle + 1;
-      else high = middle;
-    }
-    const last = intervals[low - 1];
+    const last = intervals[partitionPoint(intervals.length, (i) => intervals[i]![0] < end) - 1];
     return last !== undefined && last[1] > start;
   };
 }
@@ -120,8 +114,3 @@ function meanStageUs(traces: ReadonlyArray<ReadonlyArray<number | null>>, stage:
   return values.length === 0 ? Number.NaN : values.reduce((a, b) => a + b, 0) / values.length;
 }
 
-function quantile(values: readonly number[], q: number): number {
-  if (values.length === 0) return Number.NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(q * (sorted.length - 1))]!;
-}

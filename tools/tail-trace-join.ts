@@ -19,6 +19,7 @@
  * who ran instead; 'idle' there is the wake-up itself (the IPI, a halted vCPU
  * resuming).
  */
+import { partitionPoint } from './partition-point.js';
 
 export type ThreadState = 'run' | 'wait' | 'disk' | 'sleep';
 
@@ -145,28 +146,15 @@ export function schedTrace(events: readonly SchedEvent[]): SchedTrace {
 /** The value at `t` (undefined before the first transition). */
 function valueAt<V>(timeline: Timeline<V> | undefined, t: number): V | undefined {
   if (timeline === undefined || timeline.length === 0 || timeline[0]![0] > t) return undefined;
-  let low = 0;
-  let high = timeline.length - 1;
-  while (low < high) {
-    const middle = (low + high + 1) >> 1;
-    if (timeline[middle]![0] <= t) low = middle;
-    else high = middle - 1;
-  }
-  return timeline[low]![1];
+  // The last transition at or before t (the first one holds that, checked above).
+  return timeline[partitionPoint(timeline.length, (i) => timeline[i]![0] <= t) - 1]![1];
 }
 
 /** Transition times strictly inside (a, b). */
 function changesWithin(timeline: Timeline<unknown> | undefined, a: number, b: number, into: number[]): void {
   if (timeline === undefined) return;
   // The first transition after a, by bisection: a timeline of a whole-machine trace has millions.
-  let low = 0;
-  let high = timeline.length;
-  while (low < high) {
-    const middle = (low + high) >> 1;
-    if (timeline[middle]![0] <= a) low = middle + 1;
-    else high = middle;
-  }
-  for (let i = low; i < timeline.length && timeline[i]![0] < b; i++) into.push(timeline[i]![0]);
+  for (let i = partitionPoint(timeline.length, (j) => timeline[j]![0] <= a); i < timeline.length && timeline[i]![0] < b; i++) into.push(timeline[i]![0]);
 }
 
 export const categories = ['loop running', 'loop waiting for a CPU', 'loop in a disk write (D)', 'client running', 'client waiting for a CPU', "server's other threads running or in D", 'all asleep (disk, wire, wake-ups)'] as const;

@@ -44,6 +44,7 @@ import { commandExists, fmt, openOfflineSubscriberQos1, openSequentialQos1, prin
 import { rawDiskOpeners } from './bench-durable-floor.js';
 import { interleavedCases, recordRoundTrips, type RoundTripCase } from './bench-side-by-side.js';
 import { categories, parsePerfLine, schedTrace, splitWindow, summarizeSplits, type Parties, type SchedEvent, type SchedTrace, type TailSummary } from './tail-trace-join.js';
+import { partitionPoint } from './partition-point.js';
 
 const payload = Buffer.alloc(100, 0x61);
 const warmUpPublishes = 10_000;
@@ -312,14 +313,7 @@ function stageSplit(trace: SchedTrace, parties: Parties, windows: ReadonlyArray<
   const sums = { all: parts.map(() => categories.map(() => [] as number[])), tail: parts.map(() => categories.map(() => [] as number[])) };
   let joined = 0;
   for (const [a, b] of windows) {
-    let low = 0;
-    let high = marks.length;
-    while (low < high) {
-      const middle = (low + high) >> 1;
-      if (marks[middle]![0] < a) low = middle + 1;
-      else high = middle;
-    }
-    const mark = marks[low];
+    const mark = marks[partitionPoint(marks.length, (i) => marks[i]![0] < a)];
     if (mark === undefined || mark[0] > b) continue;
     joined++;
     const bounds = [a, mark[0], Math.min(mark[1], b), b];
