@@ -12,7 +12,9 @@
  *
  * The interval runs from when a render began (its figures are read then).
  * Requests that arrive while a render runs share it. An interval of 0 renders
- * every request, as before.
+ * every request, as before. What remains of the interval (remainingMs) lets
+ * the HTTP listener's socket thread give the same bytes again itself
+ * (kept-answers.js), without waking the event loop.
  */
 
 export class KeptExposition<T> {
@@ -39,5 +41,12 @@ export class KeptExposition<T> {
       this.rendering = undefined;
     });
     return this.rendering;
+  }
+
+  /** How much longer (ms) the kept render is given again; 0 when none is kept or the interval is 0. */
+  remainingMs(): number {
+    if (this.kept === undefined) return 0;
+    const age = this.now() - this.kept.at;
+    return age >= 0 && age < this.intervalMs ? this.intervalMs - age : 0;
   }
 }

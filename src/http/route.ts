@@ -27,6 +27,8 @@ export interface Answer {
   readonly headers?: Readonly<Record<string, string>>;
   /** Called once the body's bytes have been read (true: copied for the socket thread, or gzipped) or never will be (false): a pooled buffer goes back. */
   readonly sent?: (reusable: boolean) => void;
+  /** The same request gets the same answer for this many ms more (PostedAnswer.keepForMs): the socket thread gives it again. */
+  readonly keepForMs?: number;
 }
 
 export type Handler = (context: RequestContext) => Answer | Promise<Answer>;

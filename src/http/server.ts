@@ -26,7 +26,8 @@
  * (answer-slices.ts); the metrics expositions read one family at a time
  * (each family one moment), and both are rendered at most once per stats
  * interval (`statsIntervalMs`, kept-exposition.ts; RabbitMQ's figures are
- * up to its 5 s statistics interval old too). Collection queries, the log's records and traces
+ * up to its 5 s statistics interval old too); within it the socket thread
+ * answers the same request again itself (kept-answers.js). Collection queries, the log's records and traces
  * read the log in chunks between which other clients are served, over what
  * was durable when the request began. Changes (PUT, POST,
  * DELETE) are ordinary broker commands, recorded in the log like a client's.
@@ -141,6 +142,11 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   const statsIntervalMs = options.statsIntervalMs ?? 0;
   const keptMetrics = new KeptExposition<Buffer>(statsIntervalMs, clock);
   const keptPerObject = new KeptExposition<Buffer>(statsIntervalMs, clock);
+  // The socket thread times what it keeps on its own monotonic clock: with a clock given (tests of the interval) it keeps nothing.
+  const givenAgainOnSocketThread = (kept: KeptExposition<Buffer>): { keepForMs?: number } => {
+    const remainingMs = options.clock === undefined ? kept.remainingMs() : 0;
+    return remainingMs > 0 ? { keepForMs: remainingMs } : {};
+  };
   const consoleFiles = loadConsoleFiles();
   const consoleFile = (name: string): Answer => {
     const file = consoleFiles.get(name);
@@ -168,7 +174,15 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     { pattern: /^\/api\/log$/, methods: { GET: ({ url }) => (checkParameters(url, []), json(logView(broker))) } },
     { pattern: /^\/api\/log\/records$/, methods: { GET: async ({ url }) => json(await recentRecords(broker, url, limits)) } },
     { pattern: /^\/api\/log\/trace$/, methods: { GET: async ({ url }) => json(await traceOf(broker, url, limits)) } },
-    { pattern: /^\/metrics$/, methods: { GET: async ({ url }) => (checkParameters(url, []), { contentType: metrics.contentType, body: await keptMetrics.get(async () => Buffer.from(await metrics.text())) }) } },
+    {
+      pattern: /^\/metrics$/, methods: {
+        GET: async ({ url }) => {
+          checkParameters(url, []);
+          const body = await keptMetrics.get(async () => Buffer.from(await metrics.text()));
+          return { contentType: metrics.contentType, body, ...givenAgainOnSocketThread(keptMetrics) };
+        },
+      },
+    },
     {
       pattern: /^\/metrics\/per-object$/, methods: {
         GET: async ({ url }) => {
@@ -188,7 +202,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
               answerBytes.giveBack(out);
             }
           });
-          return { contentType: metrics.contentType, body };
+          return { contentType: metrics.contentType, body, ...givenAgainOnSocketThread(keptPerObject) };
         },
       },
     },
@@ -217,7 +231,9 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     const body = Buffer.from(request.body.buffer, request.body.byteOffset, request.body.byteLength);
     const context: RequestContext = { url, parameters, headers: request.headers, user, body: async () => parseJsonObject(body) };
     const answer = await encoded(await handler(context), request, gzipped);
-    return posted(answer.status ?? 200, answer.contentType ?? 'text/plain; charset=utf-8', answer.headers ?? {}, request.method === 'HEAD' ? '' : answer.body, answer.sent);
+    const status = answer.status ?? 200;
+    const keepForMs = request.method === 'GET' && status === 200 ? answer.keepForMs : undefined;
+    return posted(status, answer.contentType ?? 'text/plain; charset=utf-8', answer.headers ?? {}, request.method === 'HEAD' ? '' : answer.body, answer.sent, keepForMs);
   }
 
   const settings = {
@@ -316,7 +332,7 @@ async function encoded(answer: Answer, request: ForwardedRequest, gzipped: GzipM
  * The answer as the socket thread writes it. The body is copied into an ArrayBuffer of its own, to transfer: a pooled
  * buffer (answer-bytes.ts) goes back at once, and a kept gzip answer (gzip-memo.ts) stays whole.
  */
-function posted(status: number, contentType: string, headers: Readonly<Record<string, string>>, body: string | Buffer, sent?: (reusable: boolean) => void): PostedAnswer {
+function posted(status: number, contentType: string, headers: Readonly<Record<string, string>>, body: string | Buffer, sent?: (reusable: boolean) => void, keepForMs?: number): PostedAnswer {
   // Checked here, where a bad header is a 500 (answerError), not a fault in the socket thread's writeHead.
   for (const [name, value] of Object.entries(headers)) {
     validateHeaderName(name);
@@ -325,7 +341,7 @@ function posted(status: number, contentType: string, headers: Readonly<Record<st
   // A string is encoded straight into a fresh buffer (Buffer.from may hand out a slice of node's shared pool).
   const bytes = typeof body === 'string' ? textEncoder.encode(body) : new Uint8Array(body);
   sent?.(true);
-  return { status, headers: { ...headers, 'Content-Type': contentType, 'Content-Length': bytes.byteLength, 'Cache-Control': 'no-store' }, body: bytes };
+  return { status, headers: { ...headers, 'Content-Type': contentType, 'Content-Length': bytes.byteLength, 'Cache-Control': 'no-store' }, body: bytes, ...(keepForMs === undefined ? {} : { keepForMs }) };
 }
 
 const textEncoder = new TextEncoder();

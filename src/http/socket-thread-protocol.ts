@@ -49,6 +49,11 @@ export interface PostedAnswer {
   readonly headers: Readonly<Record<string, string | number>>;
   /** Its own ArrayBuffer, transferred (empty for HEAD). */
   readonly body: Uint8Array;
+  /**
+   * The same GET (target, Accept-Encoding, Authorization) gets these bytes for this many ms more: the worker answers it
+   * itself meanwhile (kept-answers.js). Only where the answer cannot change within that time.
+   */
+  readonly keepForMs?: number;
 }
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';

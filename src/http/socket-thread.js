@@ -15,7 +15,10 @@
  * headers, body}; a body over the bound is answered 413 here and never
  * forwarded. The answer comes back as one message {id, status, headers, body}
  * and is written in one go (this loop serves no MQTT client, so nothing waits
- * behind a long write). Log lines go to the broker's logger as messages.
+ * behind a long write). An answer the broker's thread marks as unchanging for
+ * a while (a metrics exposition within its stats interval: keepForMs) is
+ * given again from here to the same request, never forwarded meanwhile
+ * (kept-answers.js). Log lines go to the broker's logger as messages.
  *
  * Plain JavaScript importing only node: built-ins, and copied into dist by
  * tools/copy-plain-files.mjs: a worker's entry is loaded by Node itself, and
@@ -25,6 +28,7 @@
 import { createServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { parentPort, workerData } from 'node:worker_threads';
+import { KeptAnswers, keptAnswerKey } from './kept-answers.js';
 
 /** @typedef {import('./socket-thread-protocol.js').SocketThreadSettings} SocketThreadSettings */
 /** @typedef {import('./socket-thread-protocol.js').SocketThreadEvent} SocketThreadEvent */
@@ -55,10 +59,12 @@ function errorFields(error) {
   return { message: error.message, ...(typeof code === 'string' ? { code } : {}), stack: error.stack };
 }
 
-/** Responses waiting for the broker's answer, by request id. */
-/** @type {Map<number, ServerResponse>} */
+/** Responses waiting for the broker's answer, by request id, with their kept-answers.js key (GET only). */
+/** @type {Map<number, { readonly response: ServerResponse, readonly key: string | undefined }>} */
 const waiting = new Map();
 let nextId = 0;
+/** Answers the broker's thread said stay the same for a while (PostedAnswer.keepForMs): given again from here. */
+const kept = new KeptAnswers();
 
 /**
  * 413 in RabbitMQ's error shape, as the broker's thread writes every other error (server.ts, answerError). The
@@ -96,6 +102,13 @@ function onRequest(request, response) {
   });
   request.on('end', () => {
     if (refused || response.destroyed) return;
+    const key = bytes === 0 ? keptAnswerKey(request.method, request.url, request.headers) : undefined;
+    const answer = key === undefined ? undefined : kept.get(key);
+    if (answer !== undefined) {
+      response.writeHead(answer.status, answer.headers);
+      response.end(answer.body);
+      return;
+    }
     // Its own ArrayBuffer, to transfer: Buffer.concat may return a slice of node's shared pool.
     const body = new Uint8Array(bytes);
     let at = 0;
@@ -104,7 +117,7 @@ function onRequest(request, response) {
       at += chunk.length;
     }
     const id = nextId++;
-    waiting.set(id, response);
+    waiting.set(id, { response, key });
     response.once('close', () => waiting.delete(id));
     post({ kind: 'request', id, method: request.method ?? 'GET', url: request.url ?? '/', headers: request.headers, body }, [body.buffer]);
   });
@@ -112,11 +125,14 @@ function onRequest(request, response) {
 
 /** @param {Extract<SocketThreadCommand, { kind: 'answer' }>} answer */
 function writeAnswer(answer) {
-  const response = waiting.get(answer.id);
-  if (response === undefined || response.destroyed) return; // the client went away meanwhile
+  const entry = waiting.get(answer.id);
+  if (entry === undefined) return; // the client went away meanwhile
   waiting.delete(answer.id);
-  response.writeHead(answer.status, answer.headers);
-  response.end(Buffer.from(answer.body.buffer, answer.body.byteOffset, answer.body.byteLength));
+  const body = Buffer.from(answer.body.buffer, answer.body.byteOffset, answer.body.byteLength);
+  if (entry.key !== undefined && answer.keepForMs !== undefined) kept.keep(entry.key, { status: answer.status, headers: answer.headers, body }, answer.keepForMs);
+  if (entry.response.destroyed) return;
+  entry.response.writeHead(answer.status, answer.headers);
+  entry.response.end(body);
 }
 
 /** @param {Uint8Array | string | undefined} bytes */

@@ -10,9 +10,7 @@
  * still reaches its handler. A socket thread that dies of a fault is logged
  * and started again on the same port.
  */
-import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -22,7 +20,8 @@ import { requestBodyBytesMax } from '../../src/http/management/request-body.js';
 import { startHttpServer, type HttpServerHandle } from '../../src/http/server.js';
 import { restartDelayMs, startSocketThread } from '../../src/http/socket-thread-host.js';
 import { silentLogger } from '../../src/logger.js';
-import { tempDirectory, until } from '../support/kit.js';
+import { until } from '../support/kit.js';
+import { runModule, whileLoopStalled as clientWhileLoopStalled } from '../support/stalled-loop.js';
 
 const headersTimeoutMs = 300;
 let broker: Broker;
@@ -38,26 +37,11 @@ afterAll(async () => {
   await broker.flush();
 });
 
-/**
- * Runs `client` (an ES module's body; `port` is the HTTP port) in a child process while this thread, the broker's event
- * loop, is blocked until it ends; returns what it printed. The child gives up after `deadlineMs`.
- */
+/** whileLoopStalled against this file's server; stderr must be empty. */
 function whileLoopStalled(client: string, deadlineMs = 10_000): string {
-  const child = runModule(`const port = ${http.port}; setTimeout(() => { console.log('NO ANSWER'); process.exit(0); }, ${deadlineMs}).unref();\n${client}`, deadlineMs + 10_000);
+  const child = clientWhileLoopStalled(http.port, client, deadlineMs);
   expect(child.stderr).toBe('');
   return child.stdout;
-}
-
-/** Runs `script` as an ES module in a child process (blocking this thread until it ends). */
-function runModule(script: string, timeoutMs: number): SpawnSyncReturns<string> {
-  const directory = tempDirectory('cairn-socket-thread-');
-  try {
-    const file = join(directory.path, 'client.mjs');
-    writeFileSync(file, script);
-    return spawnSync(process.execPath, [file], { encoding: 'utf8', timeout: timeoutMs });
-  } finally {
-    directory.remove();
-  }
 }
 
 /** A raw HTTP exchange in the child: writes `request` (then `stream` bytes of a chunked body, if any) and prints the first line answered. */

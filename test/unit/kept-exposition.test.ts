@@ -2,7 +2,8 @@
  * KeptExposition (src/http/kept-exposition.ts): within the stats interval of
  * the last render a request gets that render again without rendering; once
  * the interval has passed (or the clock went back) it renders anew; requests
- * during a render share it; an interval of 0 renders every request.
+ * during a render share it; an interval of 0 renders every request; what is
+ * left of the interval is what the socket thread may keep the answer for.
  */
 import { describe, expect, it } from 'vitest';
 import { KeptExposition } from '../../src/http/kept-exposition.js';
@@ -26,6 +27,21 @@ describe('an exposition kept for the stats interval', () => {
     expect(await kept.get(render)).toBe('render 2');
     expect(await kept.get(render)).toBe('render 2');
     expect(calls()).toBe(2);
+  });
+
+  it('says how much of the interval is left for the kept render (0 without one, after it, or when the clock went back)', async () => {
+    let now = 1_000;
+    const kept = new KeptExposition<string>(5_000, () => now);
+    expect(kept.remainingMs()).toBe(0);
+    await kept.get(countingRender().render);
+    expect(kept.remainingMs()).toBe(5_000);
+    now += 4_999;
+    expect(kept.remainingMs()).toBe(1);
+    now += 1;
+    expect(kept.remainingMs()).toBe(0);
+    now -= 5_001;
+    expect(kept.remainingMs()).toBe(0);
+    expect(new KeptExposition<string>(0, () => now).remainingMs()).toBe(0);
   });
 
   it('renders anew when the clock went back', async () => {
