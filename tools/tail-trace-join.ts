@@ -105,10 +105,37 @@ export function schedTrace(events: readonly SchedEvent[]): SchedTrace {
     let timeline = cpus.get(cpu);
     if (timeline === undefined) cpus.set(cpu, (timeline = []));
     const held = inInterrupt.get(cpu)?.at(-1) ?? onCpu.get(cpu) ?? 0;
+    if (timeline.at(-1)?.[0] === t) timeline.pop(); // held for no time
     if (timeline.at(-1)?.[1] !== held) timeline.push([t, held]);
+  };
+  /** Per CPU: when a wake-up (recorded elsewhere) first queued a thread on it since its last recorded event. */
+  const queuedOnSince = new Map<number, number>();
+  /**
+   * The task perf names as running is on the event's CPU, whatever was switched in last: a switch perf did not
+   * record. On this VM's second vCPU perf records nothing in the idle task's context: neither its switches to a task
+   * nor the interrupts and wake-ups handled over it (a wake-up onto an idle CPU is handled there). Only this task can
+   * have run there since the CPU's last recorded event (any other would have recorded its switch out): it ran from
+   * the first sign that the CPU was busy, its own wake-up onto it or another thread queued on it; without one, from
+   * this first event of its own (a thread woken there by an interrupt, as a disk write completing, or by a wake-up
+   * perf lost: the time before is counted where the thread was last seen, often asleep).
+   */
+  const switchedInUnrecorded = (tid: number, cpu: number, t: number): void => {
+    let timeline = states.get(tid);
+    if (timeline === undefined) states.set(tid, (timeline = []));
+    const last = timeline.at(-1);
+    const cpuSince = cpus.get(cpu)?.at(-1)?.[0] ?? Number.NEGATIVE_INFINITY;
+    const wokenHere = last !== undefined && last[1].state === 'wait' && last[1].cpu === cpu && last[0] >= cpuSince ? last[0] : t;
+    const from = Math.min(wokenHere, queuedOnSince.get(cpu) ?? t);
+    if (last !== undefined && last[0] >= from) timeline.pop(); // its wake-up here, or a zero-length state
+    setState(tid, Math.max(from, timeline.at(-1)?.[0] ?? from), 'run', cpu);
+    onCpu.set(cpu, tid);
+    inInterrupt.get(cpu)?.splice(0);
+    setCpu(cpu, from);
   };
   for (const event of sorted) {
     if (event.tid !== 0 && !threads.has(event.tid)) threads.set(event.tid, { tgid: event.tgid, comm: event.comm });
+    if (event.tid !== 0 && onCpu.get(event.cpu) !== event.tid) switchedInUnrecorded(event.tid, event.cpu, event.t);
+    queuedOnSince.delete(event.cpu);
     switch (event.kind) {
       case 'switch': {
         const prev = event.prevTid!;
@@ -116,28 +143,43 @@ export function schedTrace(events: readonly SchedEvent[]): SchedTrace {
         const next = event.nextTid!;
         if (next !== 0) setState(next, event.t, 'run', event.cpu);
         onCpu.set(event.cpu, next);
+        // A task switch happens outside every interrupt: an exit perf did not record (or one before the trace began)
+        // would otherwise leave the CPU inside that interrupt for the rest of the trace.
+        inInterrupt.get(event.cpu)?.splice(0);
         setCpu(event.cpu, event.t);
         break;
       }
       case 'wakeup': {
         const woken = event.wokenTid!;
         const current = states.get(woken)?.at(-1)?.[1];
-        if (current?.state !== 'run') setState(woken, event.t, 'wait', event.targetCpu!);
+        if (current?.state !== 'run') {
+          setState(woken, event.t, 'wait', event.targetCpu!);
+          if (event.targetCpu !== event.cpu && !queuedOnSince.has(event.targetCpu!)) queuedOnSince.set(event.targetCpu!, event.t);
+        }
         break;
       }
       case 'irq-entry':
       case 'softirq-entry': {
         let stack = inInterrupt.get(event.cpu);
         if (stack === undefined) inInterrupt.set(event.cpu, (stack = []));
+        // Softirqs never nest on one CPU (an irq may interrupt one): a softirq still open here lost its exit.
+        const open = stack.findIndex((name) => name.startsWith('softirq:'));
+        if (event.kind === 'softirq-entry' && open >= 0) stack.splice(open);
         stack.push(`${event.kind === 'irq-entry' ? 'irq' : 'softirq'}:${event.what}`);
         setCpu(event.cpu, event.t);
         break;
       }
       case 'irq-exit':
-      case 'softirq-exit':
-        inInterrupt.get(event.cpu)?.pop();
+      case 'softirq-exit': {
+        // The innermost interrupt of the exit's kind ends, with any inside it whose exits were lost.
+        const stack = inInterrupt.get(event.cpu) ?? [];
+        const prefix = event.kind === 'irq-exit' ? 'irq:' : 'softirq:';
+        let innermost = stack.length - 1;
+        while (innermost >= 0 && !stack[innermost]!.startsWith(prefix)) innermost--;
+        if (innermost >= 0) stack.splice(innermost);
         setCpu(event.cpu, event.t);
         break;
+      }
     }
   }
   return { states, cpus, threads };

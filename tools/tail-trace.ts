@@ -92,7 +92,7 @@ function threadNames(pid: number): Map<number, string> {
   return names;
 }
 
-async function readPerf(file: string): Promise<SchedEvent[]> {
+export async function readPerf(file: string): Promise<SchedEvent[]> {
   const script = spawn('perf', ['script', '--ns', '-i', file, '-F', 'comm,pid,tid,cpu,time,event,trace'], { stdio: ['ignore', 'pipe', 'ignore'] });
   const events: SchedEvent[] = [];
   for await (const line of createInterface({ input: script.stdout })) {
@@ -103,14 +103,14 @@ async function readPerf(file: string): Promise<SchedEvent[]> {
 }
 
 /** Starts `perf record` of the whole machine into OUTDIR/perf.data; resolves once it is (likely) recording. */
-async function startPerf(outDir: string): Promise<ReturnType<typeof spawn>> {
+export async function startPerf(outDir: string): Promise<ReturnType<typeof spawn>> {
   const perf = spawn('perf', ['record', '-q', '-o', join(outDir, 'perf.data'), '-k', 'CLOCK_MONOTONIC', '-a', '-e', perfEvents], { stdio: 'ignore' });
   await new Promise((done) => setTimeout(done, 1500)); // perf's start-up: it says nothing when it is recording
   return perf;
 }
 
-async function stopPerf(perf: ReturnType<typeof spawn> | undefined): Promise<void> {
-  if (perf === undefined || perf.exitCode !== null) return;
+export async function stopPerf(perf: ReturnType<typeof spawn> | undefined): Promise<void> {
+  if (perf === undefined || perf.exitCode !== null || perf.signalCode !== null) return; // perf re-raises the SIGINT it ends on
   const exited = new Promise((done) => perf.once('exit', done));
   perf.kill('SIGINT');
   await exited;

@@ -15,8 +15,9 @@ function switched(t: number, cpu: number, prev: number, state: string, next: num
   return { t, cpu, tid: prev, tgid: prev === worker ? loop : prev, comm: 'node', kind: 'switch', prevTid: prev, prevState: state, nextTid: next, nextComm: 'node' };
 }
 
-function woken(t: number, by: number, tid: number, targetCpu: number): SchedEvent {
-  return { t, cpu: 0, tid: by, tgid: by, comm: 'node', kind: 'wakeup', wokenTid: tid, targetCpu };
+/** A wake-up issued on `cpu` by `by` (the task running there; 0: an interrupt over the idle task). */
+function woken(t: number, cpu: number, by: number, tid: number, targetCpu: number): SchedEvent {
+  return { t, cpu, tid: by, tgid: by, comm: 'node', kind: 'wakeup', wokenTid: tid, targetCpu };
 }
 
 const label = (holder: number | string): string => (holder === 0 ? 'idle' : holder === worker ? 'worker' : String(holder));
@@ -41,16 +42,16 @@ describe('tail-trace-join', () => {
     const events: SchedEvent[] = [
       switched(0, 0, 0, 'R', client),
       switched(500, 1, loop, 'S', worker),
-      woken(1100, client, loop, 1),
+      woken(1100, 0, client, loop, 1),
       switched(1200, 0, client, 'S', 0),
       switched(1400, 1, worker, 'R', loop),
       switched(1600, 1, loop, 'D', 0),
-      woken(1800, 0, loop, 1),
+      woken(1800, 1, 0, loop, 1),
       switched(1800, 1, 0, 'R', loop),
-      woken(1900, loop, client, 0),
+      woken(1890, 1, loop, client, 0),
       switched(1900, 1, loop, 'S', 0),
       switched(1950, 0, 0, 'R', client),
-    ].reverse(); // any order: sorted by time
+    ].reverse(); // any order: sorted by time (no two at one instant)
     const split = splitWindow(schedTrace(events), { loop, others: [worker], client }, 1000, 2000, label);
     expect(Object.fromEntries(categories.map((name, c) => [name, split.byCategory[c]]))).toEqual({
       'loop running': 300,
@@ -62,6 +63,68 @@ describe('tail-trace-join', () => {
       'all asleep (disk, wire, wake-ups)': 0,
     });
     expect(Object.fromEntries(split.heldBy)).toEqual({ worker: 300, idle: 50 });
+  });
+
+  it('ends an interrupt whose exit perf lost at the next switch or softirq on its CPU', () => {
+    // Over the task running on CPU 0: the client, then the loop.
+    const interrupt = (t: number, kind: SchedEvent['kind'], what?: string): SchedEvent => {
+      const tid = t < 200 ? client : loop;
+      return { t, cpu: 0, tid, tgid: tid, comm: 'node', kind, ...(what === undefined ? {} : { what }) };
+    };
+    const events: SchedEvent[] = [
+      switched(0, 0, 0, 'R', client),
+      interrupt(100, 'softirq-entry', 'NET_RX'), // its exit lost
+      switched(200, 0, client, 'S', loop),
+      interrupt(300, 'softirq-entry', 'BLOCK'),
+      interrupt(350, 'irq-entry', 'virtio1-req.0'), // its exit lost too: the softirq's ends it
+      interrupt(400, 'softirq-exit'),
+      interrupt(500, 'softirq-entry', 'NET_RX'), // lost, then the next softirq replaces it
+      interrupt(600, 'softirq-entry', 'TIMER'),
+      interrupt(700, 'softirq-exit'),
+    ];
+    expect(schedTrace(events).cpus.get(0)).toEqual([
+      [0, client], [100, 'softirq:NET_RX'], [200, loop], [300, 'softirq:BLOCK'], [350, 'irq:virtio1-req.0'], [400, loop],
+      [500, 'softirq:NET_RX'], [600, 'softirq:TIMER'], [700, loop],
+    ]);
+  });
+
+  it('puts a thread on a CPU whose switch to it perf did not record: from its wake-up there, else from its first event', () => {
+    const events: SchedEvent[] = [
+      switched(0, 0, 0, 'R', client),
+      switched(0, 1, 0, 'R', loop),
+      switched(100, 1, loop, 'D', 0),
+      // The client wakes the loop onto idle CPU 1 at 200: the switch from idle is not recorded, the loop's send is.
+      woken(200, 0, client, loop, 1),
+      woken(260, 1, loop, client, 0),
+      switched(300, 1, loop, 'D', 0),
+      // Its write completes in an interrupt over CPU 1's idle task (not recorded): seen again at its next event.
+      { t: 500, cpu: 1, tid: loop, tgid: loop, comm: 'node', kind: 'softirq-entry', what: 'NET_RX' },
+      { t: 520, cpu: 1, tid: loop, tgid: loop, comm: 'node', kind: 'softirq-exit' },
+      switched(600, 1, loop, 'S', 0),
+    ];
+    const trace = schedTrace(events);
+    expect(trace.states.get(loop)!.map(([t, placed]) => [t, placed.state, placed.cpu])).toEqual([
+      [0, 'run', 1], [100, 'disk', 1], [200, 'run', 1], [300, 'disk', 1], [500, 'run', 1], [600, 'sleep', 1],
+    ]);
+    expect(trace.cpus.get(1)).toEqual([[0, loop], [100, 0], [200, loop], [300, 0], [500, 'softirq:NET_RX'], [520, loop], [600, 0]]);
+  });
+
+  it("gives an idle CPU to the thread next seen there from when a wake-up queued another on it: it was busy then", () => {
+    // A worker of the server starts on idle CPU 1 unrecorded; the client queues the loop behind it at 200; the worker
+    // is seen first when it yields to the loop at 500.
+    const events: SchedEvent[] = [
+      switched(0, 0, 0, 'R', client),
+      switched(0, 1, loop, 'S', 0),
+      woken(200, 0, client, loop, 1),
+      switched(250, 0, client, 'S', 0),
+      switched(500, 1, worker, 'R', loop),
+      switched(600, 1, loop, 'S', 0),
+    ];
+    const trace = schedTrace(events);
+    expect(trace.cpus.get(1)).toEqual([[0, 0], [200, worker], [500, loop], [600, 0]]);
+    const split = splitWindow(trace, { loop, others: [worker], client }, 100, 700, label);
+    expect(split.byCategory[1]).toBe(300);
+    expect(Object.fromEntries(split.heldBy)).toEqual({ worker: 300 });
   });
 
   it('takes the slowest 1% against the medians, and names the category and holder of each', () => {
