@@ -49,9 +49,9 @@ const latencySampleBatch = 100;
 const target = 0.05;
 /**
  * CAIRN_BENCH_SCRAPE_CASES=latency or throughput runs only those rows (decomposition; the target is all of them);
- * `durable` only the offline persistent subscriber's.
+ * `durable` only the offline persistent subscriber's. Read when the bench starts: tail-trace-scrape.ts sets it.
  */
-const cases = process.env['CAIRN_BENCH_SCRAPE_CASES'] ?? 'all';
+const selectedCases = (): string => process.env['CAIRN_BENCH_SCRAPE_CASES'] ?? 'all';
 /** CAIRN_BENCH_SCRAPE_STAGES=1: the broker stage-timed, and the durable row's stages by window kind (bench-scrape-stages.ts). */
 const stagesWanted = process.env['CAIRN_BENCH_SCRAPE_STAGES'] === '1';
 /**
@@ -201,7 +201,22 @@ async function brokerCostPerRound(pid: number, scraper: CountedScraper): Promise
 
 const verdict = (ratio: number): string => (Math.abs(ratio - 1) <= target ? 'PASS' : 'MISS');
 
-export async function benchScrape(): Promise<void> {
+/**
+ * Who watches the bench run from inside (tail-trace-scrape.ts, a scheduler trace of the durable row): told the
+ * processes' ids as they start, and when the durable row's windows begin and end (with their spans).
+ */
+export interface ScrapeObserver {
+  /** The broker is up; the scraper has not declared its queues yet. */
+  brokerStarted(pid: number): void;
+  /** The scraper has declared its queues through the broker's API; both scrapers and the decoy are up, paused. */
+  loadsReady(pids: { readonly scraper: number; readonly decoy: number; readonly decoyScraper: number }): void;
+  /** Just before the durable row's unmeasured window, and after its last measured one. */
+  durableStarting(): Promise<void>;
+  durableDone(spans: readonly WindowSpan[]): Promise<void>;
+}
+
+export async function benchScrape(observer?: ScrapeObserver): Promise<void> {
+  const cases = selectedCases();
   const data = tempDir('cairn-bench-scrape-');
   const rows: string[][] = [[
     'row', 'plain', 'decoy', 'scraped',
@@ -220,10 +235,12 @@ export async function benchScrape(): Promise<void> {
   let stageRows: string[][] | undefined;
   try {
     const broker = await startCairnProcess(data.dir, [], stageEnv);
+    observer?.brokerStarted(broker.child.pid ?? -1);
     const scraper = await CountedScraper.start(broker.httpPort, scrapedQueues);
     // Captured once the queues are declared: the decoy serves what the broker answered then.
     const decoy = await startDecoyProcess(broker.httpPort);
     const decoyScraper = await CountedScraper.start(decoy.port, 0);
+    observer?.loadsReady({ scraper: scraper.process.pid ?? -1, decoy: decoy.pid ?? -1, decoyScraper: decoyScraper.process.pid ?? -1 });
     const loads = { decoy: decoyScraper, scraped: scraper };
     try {
       const port = broker.mqttPort;
@@ -244,8 +261,11 @@ export async function benchScrape(): Promise<void> {
         ['QoS 1 seq publish, offline persistent sub', () => openOfflineSubscriberQos1(port, 'bench/offline')],
       ] as const) {
         const measured = latencyCase(label, await open());
+        const durable = label.includes('offline');
         try {
-          const blocks = await alternate(measured, loads, label.includes('offline') ? durableSpans : []);
+          if (durable) await observer?.durableStarting();
+          const blocks = await alternate(measured, loads, durable ? durableSpans : []);
+          if (durable) await observer?.durableDone(durableSpans);
           const all = (kind: WindowKind): number[] => blocks.flatMap((block) => block.windows[kind].flat());
           const pooled = perKind((kind) => summarize(all(kind)));
           for (const quantile of ['p50', 'p99'] as const) {

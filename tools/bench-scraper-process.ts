@@ -20,6 +20,8 @@ const readyTimeoutMs = 120_000;
 const replyTimeoutMs = 30_000;
 
 export interface ScraperProcess {
+  /** Its process id (tail-trace-scrape.ts names its threads in a scheduler trace). */
+  readonly pid: number | undefined;
   /** Pauses the scraper once its round in progress is done; resolves with the rounds it has made so far. */
   pause(): Promise<number>;
   /** Resumes it with a round at once. */
@@ -62,6 +64,7 @@ export function startScraperProcess(httpPort: number, queues: number): Promise<S
     return JSON.parse(lines[read++]!) as unknown;
   };
   return nextLine(readyTimeoutMs, 'declaring its queues').then(() => ({
+    pid: child.pid,
     pause: async () => {
       child.stdin.write('pause\n');
       return (await nextLine(replyTimeoutMs, 'pausing') as { paused: number }).paused;
@@ -77,7 +80,7 @@ export function startScraperProcess(httpPort: number, queues: number): Promise<S
 }
 
 /** The decoy HTTP server (bench-scrape-decoy.ts), serving what the broker at `brokerHttpPort` answered to each scraped path. */
-export function startDecoyProcess(brokerHttpPort: number): Promise<{ readonly port: number; stop(): void }> {
+export function startDecoyProcess(brokerHttpPort: number): Promise<{ readonly port: number; readonly pid: number | undefined; stop(): void }> {
   const child = spawn(process.execPath, [resolve(builtTools, 'bench-scrape-decoy.js'), String(brokerHttpPort)], { stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolvePromise, reject) => {
     let buffered = '';
@@ -87,7 +90,7 @@ export function startDecoyProcess(brokerHttpPort: number): Promise<{ readonly po
       const newline = buffered.indexOf('\n');
       if (newline < 0) return;
       const { port } = JSON.parse(buffered.slice(0, newline)) as { port: number };
-      resolvePromise({ port, stop: () => { child.kill('SIGTERM'); } });
+      resolvePromise({ port, pid: child.pid, stop: () => { child.kill('SIGTERM'); } });
     });
   });
 }
