@@ -276,6 +276,12 @@ export interface TailSummary {
   readonly topHolder: ReadonlyMap<string, number>;
 }
 
+/** The indexes of the slowest 1% (at least one) of `windows` ([start, end]), slowest first. */
+export function slowestIndexes(windows: ReadonlyArray<readonly [number, number]>): number[] {
+  const order = windows.map((_, i) => i).sort((x, y) => windows[y]![1] - windows[y]![0] - (windows[x]![1] - windows[x]![0]));
+  return order.slice(0, Math.max(1, Math.ceil(windows.length / 100)));
+}
+
 /** The slowest 1% (at least one) of `windows` ([start, end] ns) against all of them. */
 export function summarizeTail(trace: SchedTrace, parties: Parties, windows: ReadonlyArray<readonly [number, number]>, label: (holder: number | string) => string): TailSummary {
   return summarizeSplits(windows, windows.map(([a, b]) => splitWindow(trace, parties, a, b, label)));
@@ -289,8 +295,7 @@ export function summarizeSplits(windows: ReadonlyArray<readonly [number, number]
   const p50Ns = pick(0.5);
   const p99Ns = pick(0.99);
   const medianNs = categories.map((_, c) => median(splits.map((split) => split.byCategory[c]!)));
-  const order = durations.map((_, i) => i).sort((x, y) => durations[y]! - durations[x]!);
-  const tailIndexes = order.slice(0, Math.max(1, Math.ceil(windows.length / 100)));
+  const tailIndexes = slowestIndexes(windows);
   const tailMeanNs = categories.map((_, c) => mean(tailIndexes.map((i) => splits[i]!.byCategory[c]!)));
   const dominant = categories.map(() => 0);
   const heldBy = new Map<string, number>();

@@ -20,7 +20,7 @@
 import type { WindowKind } from './bench-scrape-blocks.js';
 import type { WindowSpan } from './bench-scrape-stages.js';
 import { partitionPoint } from './partition-point.js';
-import type { WindowSplit } from './tail-trace-join.js';
+import { slowestIndexes, type WindowSplit } from './tail-trace-join.js';
 
 /**
  * Each round trip's kind: the window its start fell in ([startMs, endMs) of a span, CLOCK_MONOTONIC ms; round
@@ -98,12 +98,6 @@ export function partyLabeller(parties: Parties): (holder: number | string) => st
     if (kernelThread.test(comm)) return `kernel: ${comm}`;
     return `outside: ${comm}`;
   };
-}
-
-/** The indexes of the slowest 1% (at least one) of `windows`, slowest first: summarizeSplits's tail. */
-export function slowestIndexes(windows: ReadonlyArray<readonly [number, number]>): number[] {
-  const order = windows.map((_, i) => i).sort((x, y) => windows[y]![1] - windows[y]![0] - (windows[x]![1] - windows[x]![0]));
-  return order.slice(0, Math.max(1, Math.ceil(windows.length / 100)));
 }
 
 /** Per party, ns per round trip: CPU held during all round trips and during the slowest 1%, and held while the loop or the client waited. */

@@ -20,8 +20,9 @@
  * given again from here to the same request, never forwarded meanwhile
  * (kept-answers.js). Log lines go to the broker's logger as messages.
  *
- * Plain JavaScript importing only node: built-ins, and copied into dist by
- * tools/copy-plain-files.mjs: a worker's entry is loaded by Node itself, and
+ * Plain JavaScript importing only node: built-ins and kept-answers.js, the
+ * two copied into dist by tools/copy-plain-files.mjs: a worker's entry is
+ * loaded by Node itself, and
  * Node 20 cannot load a .ts file, while vitest runs src/**.ts in-process; a
  * .js beside the sources loads the same from src and from dist.
  */

@@ -6,8 +6,8 @@
  * slowest 1%.
  */
 import { describe, expect, it } from 'vitest';
-import { brokerRoles, brokerThreadRoles, holdersOf, partyLabeller, slowestIndexes, windowKinds, type ThreadSnapshot } from '../../tools/tail-trace-scrape-join.js';
-import type { WindowSplit } from '../../tools/tail-trace-join.js';
+import { brokerRoles, brokerThreadRoles, holdersOf, partyLabeller, windowKinds, type ThreadSnapshot } from '../../tools/tail-trace-scrape-join.js';
+import { slowestIndexes, type WindowSplit } from '../../tools/tail-trace-join.js';
 
 describe('windowKinds', () => {
   it("gives a round trip the kind of the window its start fell in, and none outside every window", () => {
